@@ -1,0 +1,12 @@
+"""The schema version stamped on every record and every Parquet file.
+
+Bump the minor number for additive, backward-compatible changes (a new optional field) and the major number
+for anything a reader of old shards would misread. Readers refuse a major version they do not know.
+"""
+
+SCHEMA_VERSION = "1.0"
+
+
+def major(version: str) -> int:
+    """Major component of a ``"MAJOR.MINOR"`` version string."""
+    return int(version.split(".", 1)[0])
