@@ -1,0 +1,1 @@
+"""Explorers: drive apps through WebDriver/Appium and build UI state-transition graphs."""
