@@ -1,0 +1,35 @@
+"""The ``trajforge`` command line.
+
+Each sub-command lives in its own module under ``pipelines/commands`` and registers itself here, so adding a
+command is one new file plus one line below. Only commands that work are listed.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import typer
+
+app = typer.Typer(
+    name="trajforge",
+    help="Crawl apps into UI state-transition graphs and manufacture curated GUI-agent training data.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_show_locals=False,
+)
+
+COMMAND_MODULES = [
+    "pipelines.commands.demo_app",
+    "pipelines.commands.validate",
+]
+
+for _name in COMMAND_MODULES:
+    importlib.import_module(_name).register(app)
+
+
+def main() -> None:  # pragma: no cover - console-script shim
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

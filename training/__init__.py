@@ -1,0 +1,1 @@
+"""Training: streaming datasets over curated shards, action-aware SFT and KL-regularized GRPO."""
