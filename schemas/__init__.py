@@ -12,6 +12,7 @@ from schemas.element import Element
 from schemas.errors import FieldError, RecordValidationError
 from schemas.observation import DeviceProfile, Observation, Platform
 from schemas.reject import Reject
+from schemas.sample import Sample, samples_from_trajectory
 from schemas.trajectory import Lineage, Step, Task, Trajectory, Verification
 from schemas.transition import Transition
 from schemas.version import SCHEMA_VERSION
@@ -30,9 +31,11 @@ __all__ = [
     "Platform",
     "RecordValidationError",
     "Reject",
+    "Sample",
     "Step",
     "Task",
     "Trajectory",
     "Transition",
     "Verification",
+    "samples_from_trajectory",
 ]

@@ -158,6 +158,38 @@ TRAJECTORY_SCHEMA = pa.schema(
     metadata=_meta("trajectory"),
 )
 
+SAMPLE_SCHEMA = pa.schema(
+    [
+        pa.field("schema_version", STR, nullable=False),
+        pa.field("id", STR, nullable=False),
+        pa.field("trajectory_id", STR, nullable=False),
+        pa.field("step_index", I32, nullable=False),
+        pa.field("num_steps", I32, nullable=False),
+        pa.field("task_id", STR),
+        pa.field("task", STR),
+        pa.field("language", STR),
+        pa.field("app_id", STR),
+        pa.field("app_version", STR),
+        pa.field("platform", STR),
+        pa.field("location", STR),
+        pa.field("screenshot_sha256", STR, nullable=False),
+        pa.field("image_width", I32, nullable=False),
+        pa.field("image_height", I32, nullable=False),
+        pa.field("image", pa.binary()),
+        pa.field("action", ACTION),
+        pa.field("instruction", STR),
+        pa.field("reasoning", STR),
+        pa.field("accepted_actions", pa.list_(ACTION)),
+        pa.field("history", pa.list_(STR)),
+        pa.field("difficulty", F64),
+        pa.field("verification", STR),
+        pa.field("scores", SCORES),
+        pa.field("lineage", LINEAGE),
+        pa.field("content_hash", STR),
+    ],
+    metadata=_meta("sample"),
+)
+
 REJECT_SCHEMA = pa.schema(
     [
         pa.field("schema_version", STR, nullable=False),

@@ -8,11 +8,19 @@ from typing import Any
 import pyarrow as pa
 from pydantic import ValidationError
 
-from schemas.arrow import OBSERVATION_SCHEMA, REJECT_SCHEMA, TRAJECTORY_SCHEMA, TRANSITION_SCHEMA, from_row
+from schemas.arrow import (
+    OBSERVATION_SCHEMA,
+    REJECT_SCHEMA,
+    SAMPLE_SCHEMA,
+    TRAJECTORY_SCHEMA,
+    TRANSITION_SCHEMA,
+    from_row,
+)
 from schemas.base import Record
 from schemas.errors import FieldError, RecordValidationError
 from schemas.observation import Observation
 from schemas.reject import Reject
+from schemas.sample import Sample
 from schemas.trajectory import Trajectory
 from schemas.transition import Transition
 from schemas.version import SCHEMA_VERSION, major
@@ -30,12 +38,15 @@ KINDS: dict[str, Kind] = {
     "trajectory": Kind("trajectory", Trajectory, TRAJECTORY_SCHEMA),
     "observation": Kind("observation", Observation, OBSERVATION_SCHEMA),
     "transition": Kind("transition", Transition, TRANSITION_SCHEMA),
+    "sample": Kind("sample", Sample, SAMPLE_SCHEMA),
     "reject": Kind("reject", Reject, REJECT_SCHEMA, id_field="record_id"),
 }
 
 
 def guess_kind(data: dict[str, Any]) -> str | None:
     """Which kind an untyped dict looks like, from the fields only that kind has."""
+    if "trajectory_id" in data and "step_index" in data:
+        return "sample"
     if "steps" in data or "task" in data:
         return "trajectory"
     if "from_state" in data or "to_observation_id" in data:

@@ -198,3 +198,37 @@ def test_writers_are_atomic_on_failure(tmp_path, traj):
     assert not (tmp_path / "out.jsonl").exists()
     assert path.read_bytes() == before
     assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
+
+
+def test_trajectory_flattens_into_step_samples_with_history_and_images(tmp_path, traj):
+    from schemas import BlobStore, samples_from_trajectory
+
+    store = BlobStore(tmp_path / "blobs")
+    samples = list(samples_from_trajectory(traj, image_bytes=store.get))
+    assert [s.id for s in samples] == [f"{traj.id}:{i}" for i in range(3)]
+    assert samples[2].history == [traj.steps[0].instruction, traj.steps[1].instruction]
+    assert samples[0].image == store.get(traj.steps[0].observation.screenshot_sha256)
+    assert len({s.content_hash for s in samples}) == 3
+    path = tmp_path / "samples.parquet"
+    write_parquet(samples, path, "sample")
+    back = [p.record for p in iter_records(path)]
+    assert back == samples
+
+
+def test_sample_rejects_action_on_a_different_image_size(traj):
+    from schemas import samples_from_trajectory
+
+    data = next(samples_from_trajectory(traj)).model_dump(mode="json")
+    data["image_width"] = 640
+    errors = _error(data, "sample")
+    assert "1280x720 image but the screenshot is 640x720" in errors[0].message
+
+
+def test_sample_with_embedded_png_survives_json_lines(tmp_path, traj):
+    from schemas import BlobStore, samples_from_trajectory
+
+    store = BlobStore(tmp_path / "blobs")
+    samples = list(samples_from_trajectory(traj, image_bytes=store.get))
+    write_jsonl(samples, tmp_path / "s.jsonl")
+    back = [p.record for p in iter_records(tmp_path / "s.jsonl", "sample")]
+    assert back == samples and back[0].image.startswith(b"\x89PNG")

@@ -1,0 +1,107 @@
+"""A training sample: one step of one trajectory, flat, with its screenshot — the row of a curated shard.
+
+Trainers want one row per model call (screen + context → action), loadable with pandas, DuckDB or HF
+``datasets`` without joining anything, so the task, the history of earlier steps and the image travel with the
+step. Trajectory-level structure is kept through ``trajectory_id`` / ``step_index`` / ``num_steps``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+from pydantic import ConfigDict, Field, model_validator
+
+from schemas.action import Action
+from schemas.base import Record, check_sha256, stable_id
+from schemas.trajectory import Lineage, Trajectory, Verification
+from schemas.version import SCHEMA_VERSION
+
+
+class Sample(Record):
+    # Embedded PNG bytes travel as base64 in JSON (JSON Lines exports, API payloads); Parquet stores raw binary.
+    model_config = ConfigDict(**Record.model_config, ser_json_bytes="base64", val_json_bytes="base64")
+
+    schema_version: str = SCHEMA_VERSION
+    id: str = Field(min_length=1)  # "<trajectory_id>:<step_index>"
+    trajectory_id: str = Field(min_length=1)
+    step_index: int = Field(ge=0)
+    num_steps: int = Field(gt=0)
+    task_id: str = ""
+    task: str = Field(min_length=1)
+    language: str = "en"
+    app_id: str = Field(min_length=1)
+    app_version: str = ""
+    platform: str = "web"
+    location: str = ""
+    screenshot_sha256: str
+    image_width: int = Field(gt=0)
+    image_height: int = Field(gt=0)
+    image: bytes | None = None  # PNG bytes when embedded; None when the shard references the blob store
+    action: Action
+    instruction: str = ""
+    reasoning: str | None = None
+    accepted_actions: list[Action] = Field(default_factory=list)
+    history: list[str] = Field(default_factory=list)  # earlier steps' low-level instructions, in order
+    difficulty: float | None = None
+    verification: Verification = Verification.UNVERIFIED
+    scores: dict[str, float] = Field(default_factory=dict)
+    lineage: Lineage = Field(default_factory=Lineage)
+    content_hash: str = ""
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Sample:
+        check_sha256(self.screenshot_sha256)
+        if self.step_index >= self.num_steps:
+            raise ValueError(f"step_index {self.step_index} is not below num_steps {self.num_steps}")
+        a = self.action
+        if a.image_width is not None and (a.image_width, a.image_height) != (self.image_width, self.image_height):
+            raise ValueError(
+                f"action refers to a {a.image_width}x{a.image_height} image but the screenshot is "
+                f"{self.image_width}x{self.image_height}"
+            )
+        return self
+
+
+def sample_content_hash(task: str, screenshot_sha256: str, action: Action, instruction: str) -> str:
+    """What makes two samples exact duplicates: same screen, same action, same words."""
+    return stable_id(task, screenshot_sha256, action.model_dump_json(exclude={"target_element_id"}), instruction,
+                     length=64)
+
+
+def samples_from_trajectory(
+    traj: Trajectory, image_bytes: Callable[[str], bytes] | None = None
+) -> Iterator[Sample]:
+    """Flatten a trajectory into its step samples; ``image_bytes(sha)`` embeds screenshots when given."""
+    history: list[str] = []
+    for step in traj.steps:
+        obs = step.observation
+        yield Sample(
+            id=f"{traj.id}:{step.index}",
+            trajectory_id=traj.id,
+            step_index=step.index,
+            num_steps=len(traj.steps),
+            task_id=traj.task.id,
+            task=traj.task.instruction,
+            language=traj.task.language,
+            app_id=traj.app_id,
+            app_version=traj.app_version,
+            platform=traj.platform,
+            location=obs.location,
+            screenshot_sha256=obs.screenshot_sha256,
+            image_width=obs.width,
+            image_height=obs.height,
+            image=image_bytes(obs.screenshot_sha256) if image_bytes else None,
+            action=step.action,
+            instruction=step.instruction,
+            reasoning=step.reasoning,
+            accepted_actions=step.accepted_actions,
+            history=list(history),
+            difficulty=traj.difficulty,
+            verification=traj.verification,
+            scores=traj.scores,
+            lineage=traj.lineage,
+            content_hash=sample_content_hash(
+                traj.task.instruction, obs.screenshot_sha256, step.action, step.instruction
+            ),
+        )
+        history.append(step.instruction or step.action.describe())
