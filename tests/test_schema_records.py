@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 
-import factories as f
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
+import factories as f
 from schemas import RecordValidationError, Reject, Transition
 from schemas.arrow import kind_of
 from schemas.recordio import iter_records, write_jsonl, write_parquet
