@@ -51,6 +51,10 @@ if command -v flock >/dev/null 2>&1; then flock 9; fi
 apt_missing=()
 [[ -x /usr/bin/chromium ]] || apt_missing+=(chromium)
 [[ -x /usr/bin/chromedriver ]] || apt_missing+=(chromium-driver)
+# zh-locale crawls need CJK glyphs in screenshots, else every Chinese label renders as empty boxes.
+if ! command -v fc-list >/dev/null 2>&1 || [[ -z "$(fc-list :lang=zh 2>/dev/null | head -n 1)" ]]; then
+    apt_missing+=(fonts-noto-cjk)
+fi
 command -v node >/dev/null 2>&1 || apt_missing+=(nodejs)
 command -v npm >/dev/null 2>&1 || apt_missing+=(npm)
 if [[ ! -d "$VENV_DIR" ]] && command -v "$PYTHON" >/dev/null 2>&1 \
