@@ -43,7 +43,18 @@ ELEMENT = pa.struct(
     ]
 )
 
-DEVICE = pa.struct([("name", STR), ("width", I32), ("height", I32), ("pixel_ratio", F64), ("kind", STR)])
+DEVICE = pa.struct(
+    [
+        ("name", STR),
+        ("width", I32),
+        ("height", I32),
+        ("pixel_ratio", F64),
+        ("kind", STR),
+        ("locale", STR),
+        ("color_scheme", STR),
+        ("font_scale", F64),
+    ]
+)
 
 OBSERVATION_FIELDS = [
     pa.field("schema_version", STR, nullable=False),

@@ -27,6 +27,10 @@ class DeviceProfile(Record):
     height: int = Field(gt=0)
     pixel_ratio: float = Field(default=1.0, gt=0)  # screenshot pixels per CSS / dp unit
     kind: str = "phone"  # phone | tablet | desktop
+    # Domain randomization knobs the crawl ran with; "" / 1.0 when unknown (imported data).
+    locale: str = ""  # e.g. "en", "zh"
+    color_scheme: str = ""  # light | dark
+    font_scale: float = Field(default=1.0, gt=0)
 
 
 class Observation(Record):

@@ -6,8 +6,8 @@ file (pipes would block a chatty server once the buffer fills), and is stopped b
 the leader so it can close its browsers, then SIGKILL to its whole process group so no chromium or
 chromedriver child outlives the test run.
 
-The capability builders at the bottom are kept here until they move into ``explorers/``; they are the
-single place that decides how a headless, deterministic Chromium is launched.
+The capability builders (how a headless, deterministic Chromium is launched) live in
+``explorers.capabilities`` and are re-exported here for the tests.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -27,12 +26,17 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from appium.options.common import AppiumOptions
-from selenium.webdriver.chrome.options import Options as ChromeOptions
+from explorers.capabilities import (  # noqa: F401 - re-exported for tests
+    CHROMEDRIVER_BINARY,
+    CHROMIUM_BINARY,
+    DEFAULT_WINDOW,
+    appium_chromium_options,
+    chrome_options,
+    chromium_args,
+    free_port,
+)
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM_BINARY = Path("/usr/bin/chromium")
-CHROMEDRIVER_BINARY = Path("/usr/bin/chromedriver")
 APPIUM_DIR = REPO_ROOT / "tools" / "appium"
 APPIUM_BINARY = APPIUM_DIR / "node_modules" / ".bin" / "appium"
 APPIUM_HOME = APPIUM_DIR / ".appium"
@@ -41,13 +45,6 @@ LOOPBACK = "127.0.0.1"
 
 # Servers still running, so an interpreter exit that skips fixture teardown still stops them.
 _LIVE: dict[int, ManagedProcess] = {}
-
-
-def free_port(host: str = LOOPBACK) -> int:
-    """Return a TCP port that was free a moment ago (the OS picks it, so parallel runs don't collide)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
 
 
 @dataclass
@@ -237,80 +234,3 @@ def _webdriver_status_ready(status: int, body: str) -> bool:
         return json.loads(body).get("value", {}).get("ready") is True
     except (ValueError, AttributeError):
         return False
-
-
-# --------------------------------------------------------------------------------------------------
-# Browser options. One definition of "the headless Chromium we crawl with", used both for direct
-# chromedriver sessions and for Appium's Chromium driver, so the two produce identical screenshots.
-# --------------------------------------------------------------------------------------------------
-
-DEFAULT_WINDOW = (1280, 800)
-
-
-def chromium_args(
-    user_data_dir: Path, window: tuple[int, int] = DEFAULT_WINDOW, device_scale_factor: float | None = None
-) -> list[str]:
-    """Command-line flags for a quiet, reproducible headless Chromium.
-
-    The flags turn off everything that would make runs nondeterministic or reach the network on
-    their own (sync, component updates, background networking, QUIC), and give each session a fresh
-    profile directory so no state leaks between crawls. ``device_scale_factor`` pins the DPR, which
-    decides the screenshot's pixel size relative to CSS pixels.
-    """
-    args = [
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        f"--user-data-dir={user_data_dir}",
-        f"--window-size={window[0]},{window[1]}",
-    ]
-    if device_scale_factor is not None:
-        args.append(f"--force-device-scale-factor={device_scale_factor:g}")
-    return args
-
-
-def chrome_options(
-    user_data_dir: Path, window: tuple[int, int] = DEFAULT_WINDOW, device_scale_factor: float | None = None
-) -> ChromeOptions:
-    """Selenium options for a direct chromedriver session with the system Chromium."""
-    options = ChromeOptions()
-    options.binary_location = str(CHROMIUM_BINARY)
-    for arg in chromium_args(user_data_dir, window, device_scale_factor):
-        options.add_argument(arg)
-    return options
-
-
-def appium_chromium_options(
-    user_data_dir: Path,
-    window: tuple[int, int] = DEFAULT_WINDOW,
-    device_scale_factor: float | None = None,
-    chromedriver_port: int | None = None,
-) -> AppiumOptions:
-    """Appium capabilities for appium-chromium-driver driving the system Chromium + chromedriver.
-
-    The driver spawns its own chromedriver per session on ``appium:chromedriverPort`` (default 9515,
-    so concurrent sessions would clash: we always pick a free port). ``autodownloadEnabled`` is off
-    because the system chromedriver already matches the system Chromium and there is no internet.
-    """
-    options = AppiumOptions()
-    options.load_capabilities(
-        {
-            "platformName": "linux",  # driver accepts mac | linux | windows, case-insensitive
-            "browserName": "chrome",
-            "appium:automationName": "Chromium",
-            "appium:executable": str(CHROMEDRIVER_BINARY),
-            "appium:autodownloadEnabled": False,
-            "appium:chromedriverPort": chromedriver_port or free_port(),
-            "goog:chromeOptions": {
-                "binary": str(CHROMIUM_BINARY),
-                "args": chromium_args(user_data_dir, window, device_scale_factor),
-            },
-        }
-    )
-    return options

@@ -1,0 +1,76 @@
+"""The Android adapter (Appium UiAutomator2): page-source XML, activity as location, key events.
+
+Not exercised against a real device on this machine (no emulator): the XML parsing it relies on is tested on
+fixtures, and the W3C gestures are the same ones the web adapter uses against real browsers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from explorers.android_xml import parse_uiautomator_xml
+from explorers.device import png_size
+from explorers.screen import Screen
+from schemas import Platform
+
+KEYCODE_HOME = 3
+KEYCODE_BACK = 4
+
+
+class AndroidAdapter:
+    platform = Platform.ANDROID
+
+    def capture(self, driver: Any) -> Screen:
+        xml = driver.page_source
+        png = driver.get_screenshot_as_png()
+        width, height = png_size(png)
+        tree = parse_uiautomator_xml(xml, width, height)
+        package = tree.package or getattr(driver, "current_package", "") or ""
+        try:
+            activity = driver.current_activity or ""
+        except Exception:
+            activity = ""
+        return Screen(
+            platform=Platform.ANDROID,
+            location=f"{package}/{activity}" if activity else package,
+            width=width,
+            height=height,
+            pixel_ratio=1.0,
+            widgets=tree.widgets,
+            screenshot=png,
+            package=package,
+            raw_tree=xml.encode("utf-8") if isinstance(xml, str) else xml,
+        )
+
+    def probe(self, driver: Any) -> str:
+        return hashlib.sha1(driver.page_source.encode("utf-8")).hexdigest()
+
+    def probe_ready(self, value: Any) -> bool:
+        return True
+
+    def pointer_scale(self) -> float:
+        return 1.0
+
+    def back(self, driver: Any) -> None:
+        driver.press_keycode(KEYCODE_BACK)
+
+    def home(self, driver: Any) -> None:
+        driver.press_keycode(KEYCODE_HOME)
+
+    def open(self, driver: Any, target: str) -> None:
+        """``package`` or ``package/activity``."""
+        if "/" in target:
+            package, activity = target.split("/", 1)
+            driver.execute_script("mobile: startActivity", {"component": f"{package}/{activity}"})
+        else:
+            driver.activate_app(target)
+
+    def scroll(self, driver: Any, direction: str, x: float | None, y: float | None) -> None:
+        size = driver.get_window_size()
+        w, h = size["width"], size["height"]
+        area = {"left": int(w * 0.1), "top": int(h * 0.2), "width": int(w * 0.8), "height": int(h * 0.6)}
+        driver.execute_script("mobile: scrollGesture", {**area, "direction": direction, "percent": 0.8})
+
+    def type_text(self, driver: Any, text: str) -> None:
+        driver.switch_to.active_element.send_keys(text)

@@ -1,0 +1,207 @@
+"""A Device: one W3C WebDriver session (Appium, chromedriver or a Selenium Grid) plus a platform adapter.
+
+The transport is the same for every platform — appium-python-client's ``webdriver.Remote`` — and so are the
+gestures: W3C pointer actions with zero-duration moves (the client's default 250 ms move would make every
+tap three times slower and fire hover effects). What differs per platform (how to read the screen, what
+"back" and "home" mean, how a quiet screen is recognised) lives in a ``PlatformAdapter``; adding a platform
+is one adapter file. Coordinates passed in are screenshot pixels; the adapter's ``pointer_scale`` converts
+them to the pointer's units (CSS px on the web, device px on Android).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import struct
+from typing import Any, Protocol
+
+from selenium.common.exceptions import WebDriverException
+from selenium.webdriver.common.actions import interaction
+from selenium.webdriver.common.actions.action_builder import ActionBuilder
+from selenium.webdriver.common.actions.pointer_input import PointerInput
+from selenium.webdriver.common.keys import Keys
+
+from explorers.screen import Screen, Widget
+from explorers.settle import SettleConfig, SettleResult, wait_until_stable
+from schemas import Action, ActionType, Platform
+
+LONG_PRESS_MS = 800
+SWIPE_MS = 120
+KEYS = {"enter": Keys.ENTER, "tab": Keys.TAB, "escape": Keys.ESCAPE, "backspace": Keys.BACKSPACE,
+        "space": Keys.SPACE, "down": Keys.ARROW_DOWN, "up": Keys.ARROW_UP}
+
+
+class SessionLost(RuntimeError):
+    """The WebDriver session (or its browser/device) is gone; the crawler must start a new one."""
+
+
+_DEAD_MARKERS = ("invalid session id", "no such window", "session deleted", "not connected to devtools",
+                 "chrome not reachable", "disconnected", "connection refused", "target window already closed",
+                 "session not created", "max retries exceeded", "failed to establish", "remote end closed",
+                 "connection aborted", "timed out receiving message from renderer", "no such session",
+                 "cannot determine loading status")
+
+
+def is_session_death(exc: BaseException) -> bool:
+    """Whether an exception means the session is unusable (as opposed to one command failing)."""
+    text = str(exc).lower()
+    if isinstance(exc, (ConnectionError, OSError)) and not isinstance(exc, WebDriverException):
+        return True
+    return any(m in text for m in _DEAD_MARKERS)
+
+
+def png_size(png: bytes) -> tuple[int, int]:
+    """Width and height from a PNG's IHDR chunk, without decoding the image."""
+    if png[:8] != b"\x89PNG\r\n\x1a\n":
+        raise ValueError("screenshot is not a PNG")
+    return struct.unpack(">II", png[16:24])
+
+
+class PlatformAdapter(Protocol):
+    platform: Platform
+
+    def capture(self, driver: Any) -> Screen: ...
+    def probe(self, driver: Any) -> Any: ...
+    def probe_ready(self, value: Any) -> bool: ...
+    def pointer_scale(self) -> float: ...
+    def back(self, driver: Any) -> None: ...
+    def home(self, driver: Any) -> None: ...
+    def open(self, driver: Any, target: str) -> None: ...
+    def scroll(self, driver: Any, direction: str, x: float | None, y: float | None) -> None: ...
+    def type_text(self, driver: Any, text: str) -> None: ...
+
+
+class Device:
+    """One live session. Every public method raises ``SessionLost`` when the session has died."""
+
+    def __init__(self, driver: Any, adapter: PlatformAdapter, settle: SettleConfig | None = None):
+        self.driver = driver
+        self.adapter = adapter
+        self.settle_config = settle or SettleConfig()
+
+    @property
+    def platform(self) -> Platform:
+        return self.adapter.platform
+
+    def _guard(self, fn: Any, *args: Any) -> Any:
+        try:
+            return fn(*args)
+        except Exception as exc:
+            if is_session_death(exc):
+                raise SessionLost(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from exc
+            raise
+
+    # --- looking -------------------------------------------------------------------------------
+    def capture(self) -> Screen:
+        return self._guard(self.adapter.capture, self.driver)
+
+    def settle(self) -> SettleResult:
+        return self._guard(
+            wait_until_stable,
+            lambda: self.adapter.probe(self.driver),
+            self.settle_config,
+            self.adapter.probe_ready,
+        )
+
+    # --- gestures (screenshot pixels) -------------------------------------------------------------
+    def _pointer(self) -> ActionBuilder:
+        return ActionBuilder(self.driver, mouse=PointerInput(interaction.POINTER_TOUCH, "finger"), duration=0)
+
+    def _pt(self, x: float, y: float) -> tuple[int, int]:
+        s = self.adapter.pointer_scale()
+        return round(x / s), round(y / s)
+
+    def tap(self, x: float, y: float) -> None:
+        def go() -> None:
+            b = self._pointer()
+            b.pointer_action.move_to_location(*self._pt(x, y)).pointer_down().pointer_up()
+            b.perform()
+
+        self._guard(go)
+
+    def long_press(self, x: float, y: float, ms: int = LONG_PRESS_MS) -> None:
+        def go() -> None:
+            b = self._pointer()
+            b.pointer_action.move_to_location(*self._pt(x, y)).pointer_down().pause(ms / 1000).pointer_up()
+            b.perform()
+
+        self._guard(go)
+
+    def swipe(self, x1: float, y1: float, x2: float, y2: float, ms: int = SWIPE_MS) -> None:
+        def go() -> None:
+            b = ActionBuilder(self.driver, mouse=PointerInput(interaction.POINTER_TOUCH, "finger"), duration=ms)
+            b.pointer_action.move_to_location(*self._pt(x1, y1)).pointer_down()
+            b.pointer_action.move_to_location(*self._pt(x2, y2)).pointer_up()
+            b.perform()
+
+        self._guard(go)
+
+    def scroll(self, direction: str, x: float | None = None, y: float | None = None) -> None:
+        px = None if x is None else x / self.adapter.pointer_scale()
+        py = None if y is None else y / self.adapter.pointer_scale()
+        self._guard(self.adapter.scroll, self.driver, direction, px, py)
+
+    def type_text(self, text: str, x: float | None = None, y: float | None = None) -> None:
+        if x is not None and y is not None:
+            self.tap(x, y)
+        self._guard(self.adapter.type_text, self.driver, text)
+
+    def key(self, name: str) -> None:
+        def go() -> None:
+            from selenium.webdriver.common.action_chains import ActionChains
+
+            ActionChains(self.driver, duration=0).send_keys(KEYS.get(name.lower(), name)).perform()
+
+        self._guard(go)
+
+    def back(self) -> None:
+        self._guard(self.adapter.back, self.driver)
+
+    def home(self) -> None:
+        self._guard(self.adapter.home, self.driver)
+
+    def open(self, target: str) -> None:
+        self._guard(self.adapter.open, self.driver, target)
+
+    def perform(self, action: Action, widget: Widget | None = None) -> None:
+        """Execute a schema ``Action`` (what the graph records is exactly what was done)."""
+        t = ActionType(action.type)
+        if t is ActionType.CLICK:
+            self.tap(action.x, action.y)
+        elif t is ActionType.LONG_PRESS:
+            self.long_press(action.x, action.y, action.duration_ms or LONG_PRESS_MS)
+        elif t is ActionType.SWIPE and action.x2 is not None:
+            self.swipe(action.x, action.y, action.x2, action.y2, action.duration_ms or SWIPE_MS)
+        elif t in (ActionType.SCROLL, ActionType.SWIPE):
+            self.scroll(action.direction or "down", action.x, action.y)
+        elif t is ActionType.TYPE:
+            self.type_text(action.text or "", action.x, action.y)
+        elif t is ActionType.SELECT:
+            self.select_option(action, widget)
+        elif t is ActionType.KEY:
+            self.key(action.key or "")
+        elif t is ActionType.NAVIGATE_BACK:
+            self.back()
+        elif t is ActionType.NAVIGATE_HOME:
+            self.home()
+        elif t is ActionType.OPEN_APP:
+            self.open(action.app or "")
+        elif t is ActionType.WAIT:
+            self.settle()
+        else:
+            raise ValueError(f"the explorer cannot execute a {t.value} action")
+
+    def select_option(self, action: Action, widget: Widget | None) -> None:
+        """Pick an option of a <select>/spinner: focus it, then type the option (both platforms accept this)."""
+        self.type_text(action.text or "", action.x, action.y)
+
+    # --- lifecycle ---------------------------------------------------------------------------------
+    def alive(self) -> bool:
+        try:
+            self.adapter.probe(self.driver)
+            return True
+        except Exception:
+            return False
+
+    def quit(self) -> None:
+        with contextlib.suppress(Exception):  # a dead session cannot be quit; nothing else to do
+            self.driver.quit()

@@ -1,0 +1,55 @@
+"""What a device returns when asked to look at the screen, before any abstraction.
+
+``Widget`` is a ``schemas.Element`` plus the facts the explorer needs but the dataset does not (a link's
+target, the form a button submits, an input's type): the safety guard and the form filler read them, the
+graph store keeps only the element. ``Screen`` is one capture: screenshot bytes, widgets, where it was taken.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from schemas import Element, Platform
+
+
+@dataclass
+class Widget:
+    element: Element
+    tag: str = ""  # html tag or the Android class's short name
+    href: str = ""
+    input_type: str = ""
+    form_action: str = ""
+    form_method: str = ""
+    input_name: str = ""
+    autocomplete: str = ""
+    required: bool = False
+    value: str = ""
+    options: list[str] = field(default_factory=list)
+    in_dialog: bool = False
+    package: str = ""
+
+    @property
+    def label(self) -> str:
+        return self.element.label
+
+
+@dataclass
+class Screen:
+    """One capture. ``width``/``height`` are screenshot pixels; element boxes are in the same pixels."""
+
+    platform: Platform
+    location: str  # URL on the web, package/activity on Android
+    width: int
+    height: int
+    pixel_ratio: float
+    widgets: list[Widget]
+    screenshot: bytes
+    title: str = ""
+    package: str = ""
+    raw_tree: bytes | None = None
+    scroll_y: float = 0.0
+    scroll_height: float = 0.0
+
+    @property
+    def elements(self) -> list[Element]:
+        return [w.element for w in self.widgets]
