@@ -1,0 +1,177 @@
+"""The training loops, nanoGPT-style: set up, then one readable ``while step < max_steps`` loop per method.
+
+``train_sft`` runs action-aware SFT over curated shards; ``train_grpo`` runs KL-regularized GRPO with rollouts
+from the policy itself. Both share the same skeleton: load (from the newest checkpoint when resuming), build
+the optimizer, iterate micro-batches with gradient accumulation, log a JSONL line per step, checkpoint every
+``save_every`` steps and at the end, and write ``<out>/final`` as a loadable model directory.
+
+Resume is exact on one process with ``num_workers: 0``: the data position (epoch, stream items consumed) and
+the RNG states are in the checkpoint, so the next step sees the same batch and gives the same loss.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import random
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from training import checkpoint
+from training.config import TrainConfig, config_dict
+from training.data import Batch, Renderer, SFTStream, ShardStream, collate, shard_files
+from training.metrics import MetricsLog, RejectsLog
+from training.tiny import load_model_and_processor
+from training.weights import asft_loss
+
+
+@dataclass
+class Setup:
+    model: Any
+    tokenizer: Any
+    image_processor: Any
+    optimizer: torch.optim.Optimizer
+    scheduler: Any
+    device: torch.device
+    autocast: Any
+    state: dict[str, Any]
+    metrics: MetricsLog
+    rejects: RejectsLog
+
+
+def seed_all(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def pick_device(cfg: TrainConfig) -> torch.device:
+    if cfg.run.device:
+        return torch.device(cfg.run.device)
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def setup(cfg: TrainConfig, model_path: Path, out: Path, resume: bool, kind: str) -> Setup:
+    """Load model (from the newest checkpoint when resuming), optimizer, schedule, logs."""
+    seed_all(cfg.run.seed)
+    out.mkdir(parents=True, exist_ok=True)
+    ckpt = checkpoint.latest(out) if resume else None
+    device = pick_device(cfg)
+    bf16 = cfg.run.bf16 if cfg.run.bf16 is not None else device.type == "cuda"
+    model, tok, ip = load_model_and_processor(ckpt or model_path)
+    model.to(device)
+    if cfg.optim.freeze_vision:
+        for name, p in model.named_parameters():
+            if ".visual." in f".{name}":
+                p.requires_grad_(False)
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(params, lr=cfg.optim.lr, weight_decay=cfg.optim.weight_decay)
+    warm = max(cfg.optim.warmup_steps, 0)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / warm) if warm else 1.0)
+    state: dict[str, Any] = {"step": 0, "epoch": 0, "consumed": 0, "kind": kind}
+    if ckpt is not None:
+        state = checkpoint.restore(ckpt, opt, sched)
+        if state.get("kind", kind) != kind:
+            raise ValueError(f"{out}: holds a {state.get('kind')} run; use a new --out for {kind}")
+    autocast = (partial(torch.autocast, device_type=device.type, dtype=torch.bfloat16) if bf16
+                else contextlib.nullcontext)
+    return Setup(model, tok, ip, opt, sched, device, autocast, state, MetricsLog(out, state["step"]),
+                 RejectsLog(out))
+
+
+def save(s: Setup, cfg: TrainConfig, out: Path, extra: dict[str, Any] | None = None) -> Path:
+    state = {**s.state, **(extra or {}), "config": config_dict(cfg)}
+    return checkpoint.save(out, s.state["step"], s.model, s.tokenizer, s.image_processor, s.optimizer,
+                           s.scheduler, state, cfg.run.keep_checkpoints)
+
+
+def save_final(s: Setup, out: Path) -> Path:
+    final = out / "final"
+    s.model.save_pretrained(final)
+    s.tokenizer.save_pretrained(final)
+    s.image_processor.save_pretrained(final)
+    return final
+
+
+def model_inputs(t: dict[str, torch.Tensor], device: torch.device) -> dict[str, torch.Tensor]:
+    keys = ("input_ids", "attention_mask", "mm_token_type_ids", "pixel_values", "image_grid_thw")
+    return {k: t[k].to(device) for k in keys}
+
+
+# --- SFT --------------------------------------------------------------------------------------------------------
+
+def sft_batches(cfg: TrainConfig, files: list[Path], renderer: Renderer, tok: Any, image_token_id: int,
+                epoch: int, consumed: int) -> Iterator[tuple[int, Batch]]:
+    """(epoch, batch) forever, starting ``consumed`` stream items into ``epoch``."""
+    while True:
+        rows = ShardStream(files, cfg.data.batch_rows, cfg.data.shuffle_buffer, cfg.data.seed, epoch)
+        loader = torch.utils.data.DataLoader(
+            SFTStream(rows, renderer), batch_size=cfg.optim.batch_size, num_workers=cfg.run.num_workers,
+            collate_fn=partial(collate, pad_id=tok.pad_token_id, image_token_id=image_token_id),
+        )
+        seen = 0
+        for batch in loader:
+            seen += batch.n_items
+            if seen <= consumed:
+                continue  # already trained on before the resume point
+            yield epoch, batch
+        if seen == 0:
+            raise ValueError("the dataset yielded no rows")
+        epoch, consumed = epoch + 1, 0
+
+
+def train_sft(cfg: TrainConfig, data: Path, model_path: Path, out: Path, resume: bool = True) -> dict[str, Any]:
+    """Action-aware SFT; returns a summary (steps, last loss, final model path)."""
+    s = setup(cfg, model_path, out, resume, "sft")
+    renderer = Renderer(s.tokenizer, s.image_processor, s.model.config.model_type, cfg.data)
+    image_token_id = s.model.config.image_token_id
+    batches = sft_batches(cfg, shard_files(data), renderer, s.tokenizer, image_token_id, s.state["epoch"],
+                          s.state["consumed"])
+    s.model.train()
+    bar = tqdm(total=cfg.run.max_steps, initial=s.state["step"], desc="sft", disable=not cfg.run.progress)
+    loss_value = math.nan
+    while s.state["step"] < cfg.run.max_steps:
+        t0 = time.perf_counter()
+        s.optimizer.zero_grad(set_to_none=True)
+        total, n_tokens, n_examples = 0.0, 0, 0
+        for _ in range(cfg.optim.grad_accum):
+            epoch, batch = next(batches)
+            s.rejects.write(batch.rejects)
+            if epoch != s.state["epoch"]:
+                s.state["epoch"], s.state["consumed"] = epoch, 0
+            s.state["consumed"] += batch.n_items
+            if not batch.size:
+                continue
+            t = batch.tensors
+            with s.autocast():
+                logits = s.model(**model_inputs(t, s.device)).logits
+            loss = asft_loss(logits, t["labels"].to(s.device), t["weights"].to(s.device)) / cfg.optim.grad_accum
+            loss.backward()
+            total += loss.item()
+            n_tokens += int((t["labels"] != -100).sum())
+            n_examples += batch.size
+        grad_norm = torch.nn.utils.clip_grad_norm_(s.model.parameters(), cfg.optim.max_grad_norm)
+        s.optimizer.step()
+        s.scheduler.step()
+        s.state["step"] += 1
+        step, loss_value = s.state["step"], total
+        if step % cfg.run.log_every == 0 or step == cfg.run.max_steps:
+            s.metrics.log(step, {"loss": total, "grad_norm": float(grad_norm), "lr": s.scheduler.get_last_lr()[0],
+                                 "examples": n_examples, "target_tokens": n_tokens, "epoch": s.state["epoch"],
+                                 "step_seconds": time.perf_counter() - t0})
+        if step % cfg.run.save_every == 0 or step == cfg.run.max_steps:
+            save(s, cfg, out)
+        bar.update(1)
+        bar.set_postfix(loss=f"{total:.4f}")
+    bar.close()
+    s.metrics.close()
+    final = save_final(s, out)
+    return {"steps": s.state["step"], "loss": loss_value, "final": str(final)}

@@ -1,0 +1,168 @@
+"""A tiny Qwen2-VL-class model directory, built offline, for tests, benchmarks and the README demo.
+
+Real weights are a path the user passes; nothing here downloads. To exercise the *real* loading path
+(``from_pretrained`` on a directory) without the hub we build every part locally:
+
+- a byte-level BPE tokenizer trained with ``tokenizers`` on GUI-Libra-style text, with Qwen's chat and vision
+  special tokens and single-digit pre-tokenization (as Qwen does, so coordinates are one token per digit);
+- the PIL image processor (``Qwen2VLImageProcessorPil``): transformers 5.x's default image and video processors
+  need torchvision, which cannot be installed beside CPU torch;
+- a ``Qwen2VLForConditionalGeneration`` from a config with hidden size 64, 2 layers and a 1-layer vision tower.
+
+``load_model_and_processor`` is the one loader the trainer uses for tiny and real models alike.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import torch
+
+QWEN_SPECIAL_TOKENS = [
+    "<|endoftext|>",
+    "<|im_start|>",
+    "<|im_end|>",
+    "<|vision_start|>",
+    "<|vision_end|>",
+    "<|image_pad|>",
+    "<|video_pad|>",
+]
+
+# A ChatML template close to Qwen2-VL's: images become vision_start + image_pad + vision_end.
+CHAT_TEMPLATE = (
+    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n"
+    "{% if message['content'] is string %}{{ message['content'] }}{% else %}"
+    "{% for part in message['content'] %}{% if part['type'] == 'image' %}<|vision_start|><|image_pad|><|vision_end|>"
+    "{% elif part['type'] == 'text' %}{{ part['text'] }}{% endif %}{% endfor %}{% endif %}<|im_end|>\n"
+    "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+
+def _corpus() -> list[str]:
+    """Text shaped like what the tokenizer will see: prompts, reasoning, answer JSON, digits."""
+    from schemas.exporters.guilibra import DIRECT_PROMPT_SUFFIX, SYSTEM_PROMPT, TO_GUILIBRA
+
+    lines = [SYSTEM_PROMPT, DIRECT_PROMPT_SUFFIX, "Task: Previous actions: none", "system user assistant"]
+    for name in TO_GUILIBRA.values():
+        lines.append(
+            f'<think>The screen shows the list; tap the item.</think><answer>{{"action_description": "Do step", '
+            f'"action_type": "{name}", "value": "None", "point_2d": [123, 456]}}</answer>'
+        )
+    lines += [
+        "Add a note about groceries milk and eggs. Open the settings and switch the theme to dark.",
+        "Log in, edit the note, save it, go back home. 0 1 2 3 4 5 6 7 8 9 null true false",
+    ]
+    return lines * 4
+
+
+def build_tokenizer(vocab_size: int = 400) -> Any:
+    """Train a byte-level BPE tokenizer with Qwen's special tokens; returns a transformers fast tokenizer."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Digits(individual_digits=True),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True),
+        ]
+    )
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=QWEN_SPECIAL_TOKENS,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tok.train_from_iterator(_corpus(), trainer=trainer)
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        eos_token="<|im_end|>",
+        pad_token="<|endoftext|>",
+        additional_special_tokens=QWEN_SPECIAL_TOKENS[1:],
+        model_max_length=32768,
+    )
+    fast.chat_template = CHAT_TEMPLATE
+    return fast
+
+
+def tiny_config(tokenizer: Any, hidden: int = 64, layers: int = 2) -> Any:
+    """A Qwen2-VL config small enough to train on two CPU cores in seconds."""
+    from transformers import Qwen2VLConfig
+
+    ids = {t: tokenizer.convert_tokens_to_ids(t) for t in QWEN_SPECIAL_TOKENS}
+    heads = 4
+    head_dim = hidden // heads
+    half = head_dim // 2
+    mrope = [half - 2 * (half // 3), half // 3, half // 3]  # temporal, height, width; sums to head_dim / 2
+    return Qwen2VLConfig(
+        text_config={
+            "vocab_size": len(tokenizer),
+            "hidden_size": hidden,
+            "intermediate_size": hidden * 2,
+            "num_hidden_layers": layers,
+            "num_attention_heads": heads,
+            "num_key_value_heads": 2,
+            "max_position_embeddings": 4096,
+            "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": mrope},
+            "bos_token_id": ids["<|endoftext|>"],
+            "eos_token_id": ids["<|im_end|>"],
+            "pad_token_id": ids["<|endoftext|>"],
+        },
+        vision_config={
+            "depth": 1,
+            "embed_dim": 32,
+            "hidden_size": hidden,
+            "num_heads": 2,
+            "mlp_ratio": 2,
+            "patch_size": 14,
+            "spatial_merge_size": 2,
+            "temporal_patch_size": 2,
+        },
+        image_token_id=ids["<|image_pad|>"],
+        video_token_id=ids["<|video_pad|>"],
+        vision_start_token_id=ids["<|vision_start|>"],
+        vision_end_token_id=ids["<|vision_end|>"],
+    )
+
+
+def make_tiny_model(out: str | Path, max_pixels: int = 112 * 112, seed: int = 0) -> Path:
+    """Write a complete tiny model directory (config, weights, tokenizer, image processor) to ``out``."""
+    from transformers import Qwen2VLForConditionalGeneration
+    from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    torch.manual_seed(seed)
+    tokenizer = build_tokenizer()
+    model = Qwen2VLForConditionalGeneration(tiny_config(tokenizer))
+    model.generation_config.eos_token_id = tokenizer.convert_tokens_to_ids("<|im_end|>")
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    Qwen2VLImageProcessorPil(min_pixels=28 * 28, max_pixels=max_pixels).save_pretrained(out)
+    (out / "trajforge_model.json").write_text(json.dumps({"family": "qwen2_vl", "tiny": True}) + "\n")
+    return out
+
+
+def load_model_and_processor(path: str | Path, dtype: torch.dtype | None = None) -> tuple[Any, Any, Any]:
+    """(model, tokenizer, image_processor) from a local directory, through ``from_pretrained``.
+
+    The image processor is the PIL backend whatever the directory's ``preprocessor_config.json`` names,
+    because the torchvision backend cannot be imported on this stack.
+    """
+    from transformers import AutoModelForImageTextToText, AutoTokenizer
+    from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
+
+    path = Path(path)
+    if not (path / "config.json").exists():
+        raise FileNotFoundError(f"{path}: not a model directory (no config.json)")
+    tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+    image_processor = Qwen2VLImageProcessorPil.from_pretrained(path, local_files_only=True)
+    kwargs: dict[str, Any] = {"local_files_only": True}
+    if dtype is not None:
+        kwargs["dtype"] = dtype
+    model = AutoModelForImageTextToText.from_pretrained(path, **kwargs)
+    return model, tokenizer, image_processor
