@@ -21,6 +21,7 @@ app = typer.Typer(
 COMMAND_MODULES = [
     "pipelines.commands.demo_app",
     "pipelines.commands.validate",
+    "pipelines.commands.importing",
 ]
 
 for _name in COMMAND_MODULES:

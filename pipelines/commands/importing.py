@@ -1,0 +1,70 @@
+"""``trajforge import FORMAT PATH... --out DIR``: bring public GUI-agent datasets into the trajforge schema."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from pipelines.importers.convention import Coords
+from pipelines.importers.registry import IMPORTERS, get_importer
+from pipelines.importers.runner import ImportSummary, run_import
+
+
+def summary_table(summary: ImportSummary) -> Table:
+    table = Table("outcome", "reason", "records", title=f"import {summary.fmt}")
+    table.add_row("imported", "", str(summary.imported))
+    for reason, n in summary.rejected.most_common():
+        table.add_row("rejected", reason, str(n))
+    return table
+
+
+def register(app: typer.Typer) -> None:
+    formats = ", ".join(f"{n} ({get_importer(n).description})" for n in IMPORTERS)
+
+    @app.command("import", help=f"Import public GUI-agent datasets. Formats: {formats}.")
+    def import_(
+        fmt: str = typer.Argument(..., metavar="FORMAT", help=f"One of: {', '.join(IMPORTERS)}."),
+        paths: list[Path] = typer.Argument(..., exists=True, dir_okay=False,
+                                           help="Source files (.jsonl, .json or .parquet), read as streams."),
+        out: Path = typer.Option(..., "--out", help="Output folder: trajectories/, rejects/, blobs/, summary."),
+        images: list[Path] = typer.Option([], "--images", help="Extra folders where relative image paths "
+                                          "resolve (the source file's folder and its images/ always do)."),
+        coords: str | None = typer.Option(None, "--coords", help="Coordinate convention of rows that do not "
+                                          "declare one (jsonl: pixels|unit|norm1000, default pixels; guilibra: "
+                                          "norm1000|qwen25; aguvis: unit)."),
+        platform: str | None = typer.Option(None, "--platform", help="Platform for formats that do not say "
+                                            "(jsonl, guilibra, aguvis): web|android|ios|desktop."),
+        shard_size: int = typer.Option(500, "--shard-size", min=1, help="Trajectories per Parquet shard."),
+        blobs: str | None = typer.Option(None, "--blobs", help="Blob store root or fsspec URL "
+                                         "(default OUT/blobs)."),
+        json_summary: bool = typer.Option(False, "--json", help="Print the summary as JSON instead of a table."),
+    ) -> None:
+        """Import FORMAT files into trajectories Parquet + rejects Parquet + blobs under --out."""
+        if fmt not in IMPORTERS:
+            raise typer.BadParameter(f"unknown format {fmt!r}; choose from {', '.join(IMPORTERS)}")
+        if coords is not None and coords not in {c.value for c in Coords} | {"qwen25"}:
+            raise typer.BadParameter(f"unknown --coords {coords!r}")
+        console = Console(stderr=True)
+        options = {"coords": coords, "platform": platform}
+        with Progress(SpinnerColumn(), TextColumn("[bold]{task.description}"), BarColumn(),
+                      TextColumn("{task.fields[ok]} imported, {task.fields[bad]} rejected"), TimeElapsedColumn(),
+                      console=console, transient=True) as progress:
+            task = progress.add_task(f"import {fmt}", total=None, ok=0, bad=0)
+            counts = {"ok": 0, "bad": 0}
+
+            def on_record(location: str, ok: bool) -> None:
+                counts["ok" if ok else "bad"] += 1
+                progress.update(task, advance=1, description=f"import {fmt} {location}", **counts)
+
+            summary = run_import(fmt, paths, out, options, images, shard_size, on_record, blobs)
+        if json_summary:
+            typer.echo(json.dumps(summary.as_dict(), indent=2))
+        else:
+            Console().print(summary_table(summary))
+            typer.echo(f"{summary.imported} trajectories ({summary.steps} steps) imported, "
+                       f"{summary.total_rejected} rejected → {out}")

@@ -1,0 +1,52 @@
+"""OpenCUA AgentNet: one task per record, each step a screenshot plus pyautogui code with 0–1 coordinates.
+
+Fields: ``task_id``, ``instruction`` (or ``natural_language_task``), ``traj`` — a list of
+``{"index", "image", "value": {"code", "thought", "action", "observation", ...}}`` — and the quality fields
+``task_completed``, ``alignment_score``, ``efficiency_score``, ``task_difficulty`` (kept as scores). Code is
+parsed by ``pipelines.importers.pycode`` (``ast``, never executed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+from pipelines.importers import building
+from pipelines.importers.base import MISSING_FIELD, Bad, ImportContext, Importer, SourceRecord, first_of, require
+from pipelines.importers.convention import Coords
+from pipelines.importers.images import store_image
+from pipelines.importers.pycode import code_to_action
+from pipelines.importers.sources import single_records
+from schemas import Trajectory
+
+SCORE_FIELDS = ("alignment_score", "efficiency_score", "task_difficulty")
+
+
+class AgentNetImporter(Importer):
+    name = "agentnet"
+    platform = "desktop"
+    description = "OpenCUA AgentNet tasks (pyautogui code, 0–1 coordinates)"
+
+    def records(self, path: Path, ctx: ImportContext) -> Iterator[SourceRecord]:
+        return single_records(path, lambda d: d.get("task_id"))
+
+    def convert(self, rec: SourceRecord, ctx: ImportContext) -> Trajectory:
+        d = rec.data
+        where = f"task {rec.key} ({rec.location})"
+        instruction = first_of(d, ("instruction", "natural_language_task", "task"))
+        if not instruction:
+            raise Bad(MISSING_FIELD, f"{where}: field 'instruction' is missing or empty")
+        traj = require(d, "traj", where)
+        app_id = str(first_of(d, ("app", "domain", "os")) or "desktop:unknown")
+        steps = []
+        for i, st in enumerate(traj):
+            sw = f"{where} traj[{i}]"
+            value = require(st, "value", sw)
+            img = store_image(require(st, "image", sw), ctx, f"{sw} image")
+            action = code_to_action(require(value, "code", sw), img.width, img.height, Coords.UNIT, f"{sw} code")
+            obs = building.observation(ctx, img, f"{rec.key}/{i}", self.platform, app_id)
+            steps.append(building.step(i, obs, action, str(value.get("action") or ""), value.get("thought")))
+        scores = {k: float(d[k]) for k in SCORE_FIELDS if isinstance(d.get(k), int | float)}
+        if isinstance(d.get("task_completed"), bool):
+            scores["task_completed"] = float(d["task_completed"])
+        return building.trajectory(ctx, rec.key, instruction, steps, app_id, self.platform, scores=scores)

@@ -1,0 +1,139 @@
+"""Android in the Wild (AITW): one record per step, grouped into episodes.
+
+Fields (the TFRecord features, flattened into JSONL/Parquet rows): ``episode_id``, ``step_id``,
+``episode_length``, ``goal_info``, ``image/encoded``, ``image/width``/``image/height``,
+``results/action_type`` (3 type, 4 dual-point, 5 back, 6 home, 7 enter, 10 complete, 11 impossible),
+``results/yx_touch`` and ``results/yx_lift`` — **(y, x) order, 0–1 fractions** — ``results/type_action``,
+``ui_annotations_positions`` ((y, x, height, width) fractions per element), ``ui_annotations_text``,
+``ui_annotations_ui_types``, ``current_activity``.
+
+A dual-point gesture is a tap when touch and lift are within 0.04 of each other in normalized space (the
+threshold AITW's own action-matching code uses), otherwise a swipe from touch to lift.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from pipelines.importers import building
+from pipelines.importers.base import (
+    BAD_VALUE,
+    EPISODE_INCOMPLETE,
+    UNKNOWN_ACTION,
+    Bad,
+    ImportContext,
+    Importer,
+    SourceRecord,
+    require,
+)
+from pipelines.importers.convention import Coords, to_pixels
+from pipelines.importers.images import store_image
+from pipelines.importers.sources import grouped_records
+from schemas import Action, BBox, Element, Trajectory
+
+TYPE, DUAL_POINT, BACK, HOME, ENTER, COMPLETE, IMPOSSIBLE = 3, 4, 5, 6, 7, 10, 11
+TAP_DISTANCE = 0.04
+
+
+def _yx(value: Any, where: str) -> tuple[float, float]:
+    if not isinstance(value, list | tuple) or len(value) != 2:
+        raise Bad(BAD_VALUE, f"{where}: expected a (y, x) pair, got {value!r}")
+    return value[0], value[1]
+
+
+def _elements(row: dict[str, Any], w: int, h: int) -> list[Element]:
+    """UI annotations ((y, x, height, width) fractions) as elements in pixels, clipped to the image."""
+    pos = row.get("ui_annotations_positions") or []
+    if pos and not isinstance(pos[0], list | tuple):  # flattened [y, x, h, w, y, x, h, w, ...]
+        pos = [pos[i:i + 4] for i in range(0, len(pos) - len(pos) % 4, 4)]
+    texts = row.get("ui_annotations_text") or []
+    types = row.get("ui_annotations_ui_types") or []
+    out = []
+    for i, p in enumerate(pos):
+        try:
+            y, x, bh, bw = (float(v) for v in p)
+        except (TypeError, ValueError):
+            continue
+        x1, y1 = min(max(x * w, 0.0), w), min(max(y * h, 0.0), h)
+        x2, y2 = min(max((x + bw) * w, x1), w), min(max((y + bh) * h, y1), h)
+        role = str(types[i]).lower() if i < len(types) else ""
+        out.append(Element(id=f"ui-{i}", role=role, class_name=role, text=str(texts[i]) if i < len(texts) else "",
+                           bbox=BBox(x1=x1, y1=y1, x2=x2, y2=y2), clickable=True))
+    return out
+
+
+def _target(elements: list[Element], x: float, y: float) -> Element | None:
+    inside = [e for e in elements if e.bbox.contains(x, y)]
+    return min(inside, key=lambda e: e.bbox.area) if inside else None
+
+
+def parse_action(row: dict[str, Any], w: int, h: int, elements: list[Element], where: str) -> Action:
+    code = require(row, "results/action_type", where)
+    try:
+        code = int(code)
+    except (TypeError, ValueError):
+        raise Bad(BAD_VALUE, f"{where}: results/action_type {code!r} is not an integer") from None
+    if code == DUAL_POINT:
+        ty, tx = _yx(require(row, "results/yx_touch", where), f"{where} results/yx_touch")
+        ly, lx = _yx(require(row, "results/yx_lift", where), f"{where} results/yx_lift")
+        x, y = to_pixels(tx, ty, w, h, Coords.UNIT, f"{where} results/yx_touch (y, x)")
+        x2, y2 = to_pixels(lx, ly, w, h, Coords.UNIT, f"{where} results/yx_lift (y, x)")
+        if math.hypot(float(ly) - float(ty), float(lx) - float(tx)) <= TAP_DISTANCE:
+            target = _target(elements, x, y)
+            return Action(type="click", x=x, y=y, image_width=w, image_height=h,
+                          target_element_id=target.id if target else None,
+                          target_bbox=target.bbox if target else None)
+        return Action(type="swipe", x=x, y=y, x2=x2, y2=y2, image_width=w, image_height=h)
+    if code == TYPE:
+        return Action(type="type", text=require(row, "results/type_action", where))
+    if code == BACK:
+        return Action(type="navigate_back")
+    if code == HOME:
+        return Action(type="navigate_home")
+    if code == ENTER:
+        return Action(type="key", key="enter")
+    if code == COMPLETE:
+        return Action(type="done", text="success")
+    if code == IMPOSSIBLE:
+        return Action(type="done", text="infeasible")
+    raise Bad(UNKNOWN_ACTION, f"{where}: unknown results/action_type {code}")
+
+
+class AitwImporter(Importer):
+    name = "aitw"
+    platform = "android"
+    description = "Android in the Wild steps ((y, x) 0–1 points, dual-point tap/swipe)"
+
+    def records(self, path: Path, ctx: ImportContext) -> Iterator[SourceRecord]:
+        return grouped_records(path, lambda d: d.get("episode_id"))
+
+    def convert(self, rec: SourceRecord, ctx: ImportContext) -> Trajectory:
+        where = f"episode {rec.key} ({rec.location})"
+        rows: list[dict[str, Any]] = rec.data
+        try:
+            rows = sorted(rows, key=lambda r: int(r.get("step_id")))
+        except (TypeError, ValueError):
+            raise Bad(BAD_VALUE, f"{where}: a step_id is missing or not an integer") from None
+        ids = [int(r["step_id"]) for r in rows]
+        declared = rows[0].get("episode_length")
+        expected = int(declared) if declared is not None else len(rows)
+        if ids != list(range(expected)):
+            raise Bad(EPISODE_INCOMPLETE, f"{where}: step ids {ids} but episode_length {expected}")
+        goal = require(rows[0], "goal_info", where)
+        activity = str(rows[0].get("current_activity") or "")
+        app_id = activity.split("/", 1)[0] if activity else "android:unknown"
+        steps = []
+        for row in rows:
+            i = int(row["step_id"])
+            sw = f"{where} step {i}"
+            img = store_image(require(row, "image/encoded", sw), ctx, f"{sw} image/encoded",
+                              (row.get("image/width"), row.get("image/height")))
+            elements = _elements(row, img.width, img.height)
+            action = parse_action(row, img.width, img.height, elements, sw)
+            obs = building.observation(ctx, img, f"{rec.key}/{i}", self.platform, app_id, elements,
+                                       location=str(row.get("current_activity") or ""))
+            steps.append(building.step(i, obs, action))
+        return building.trajectory(ctx, rec.key, goal, steps, app_id, self.platform)

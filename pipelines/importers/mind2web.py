@@ -1,0 +1,108 @@
+"""Multimodal-Mind2Web: one row per action, grouped into tasks by ``annotation_id``.
+
+Fields: ``annotation_id``, ``action_uid``, ``confirmed_task``, ``website``, ``operation`` (``{"op": CLICK |
+TYPE | SELECT, "original_op", "value"}``, object or JSON text), ``pos_candidates`` (candidates whose
+``attributes`` hold ``bounding_box_rect`` as ``"x,y,width,height"`` in screenshot pixels),
+``target_action_index``, ``action_reprs``, ``screenshot``. The action point is the centre of the positive
+candidate's box, which must lie inside the (full-page) screenshot.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from pipelines.importers import building
+from pipelines.importers.base import (
+    BAD_VALUE,
+    EPISODE_INCOMPLETE,
+    TARGET_MISSING,
+    UNKNOWN_ACTION,
+    Bad,
+    ImportContext,
+    Importer,
+    SourceRecord,
+    require,
+)
+from pipelines.importers.convention import check_bbox
+from pipelines.importers.images import store_image
+from pipelines.importers.sources import grouped_records
+from schemas import Action, BBox, Element, Trajectory
+
+OPS = {"CLICK": "click", "TYPE": "type", "SELECT": "select"}
+
+
+def _json(value: Any, where: str) -> Any:
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise Bad(BAD_VALUE, f"{where}: not JSON: {exc.msg}") from None
+    return value
+
+
+def parse_bbox_rect(rect: Any, where: str) -> tuple[float, float, float, float]:
+    """``"x,y,width,height"`` (pixels) → (x1, y1, x2, y2)."""
+    try:
+        x, y, bw, bh = (float(v) for v in str(rect).split(","))
+    except ValueError:
+        raise Bad(BAD_VALUE, f"{where}: bounding_box_rect {rect!r} is not 'x,y,width,height'") from None
+    if bw <= 0 or bh <= 0:
+        raise Bad(BAD_VALUE, f"{where}: bounding_box_rect {rect!r} has no area")
+    return x, y, x + bw, y + bh
+
+
+def _target(row: dict[str, Any], w: int, h: int, where: str) -> Element:
+    cands = _json(row.get("pos_candidates") or [], f"{where} pos_candidates")
+    if not cands:
+        raise Bad(TARGET_MISSING, f"{where}: no positive candidate (the target element was not captured)")
+    cand = _json(cands[0], f"{where} pos_candidates[0]")
+    attrs = _json(require(cand, "attributes", f"{where} pos_candidates[0]"), f"{where} attributes")
+    box = parse_bbox_rect(require(attrs, "bounding_box_rect", f"{where} attributes"), where)
+    check_bbox(box, w, h, f"{where} pos_candidates[0]")
+    return Element(id=str(cand.get("backend_node_id") or "target"), role=str(cand.get("tag") or ""),
+                   class_name=str(cand.get("tag") or ""), text=str(attrs.get("text") or ""),
+                   bbox=BBox(x1=box[0], y1=box[1], x2=box[2], y2=box[3]), clickable=True)
+
+
+class Mind2WebImporter(Importer):
+    name = "mind2web"
+    platform = "web"
+    description = "Multimodal-Mind2Web actions (pixel candidate boxes; CLICK/TYPE/SELECT)"
+
+    def records(self, path: Path, ctx: ImportContext) -> Iterator[SourceRecord]:
+        return grouped_records(path, lambda d: d.get("annotation_id"))
+
+    def convert(self, rec: SourceRecord, ctx: ImportContext) -> Trajectory:
+        where = f"task {rec.key} ({rec.location})"
+        rows: list[dict[str, Any]] = rec.data
+        try:
+            rows = sorted(rows, key=lambda r: int(r.get("target_action_index")))
+        except (TypeError, ValueError):
+            raise Bad(BAD_VALUE, f"{where}: a target_action_index is missing or not an integer") from None
+        ids = [int(r["target_action_index"]) for r in rows]
+        if ids != list(range(len(rows))):
+            raise Bad(EPISODE_INCOMPLETE, f"{where}: action indices {ids} are not 0..{len(rows) - 1}")
+        task = require(rows[0], "confirmed_task", where)
+        website = str(rows[0].get("website") or "web:unknown")
+        steps, uids = [], []
+        for i, row in enumerate(rows):
+            sw = f"{where} action {i} ({row.get('action_uid', '?')})"
+            op = _json(require(row, "operation", sw), f"{sw} operation")
+            kind = OPS.get(str(require(op, "op", sw)).upper())
+            if kind is None:
+                raise Bad(UNKNOWN_ACTION, f"{sw}: unknown operation {op.get('op')!r}")
+            img = store_image(require(row, "screenshot", sw), ctx, f"{sw} screenshot")
+            target = _target(row, img.width, img.height, sw)
+            x, y = target.bbox.center
+            text = str(op.get("value") or "") if kind != "click" else None
+            action = Action(type=kind, x=x, y=y, image_width=img.width, image_height=img.height, text=text,
+                            target_element_id=target.id, target_bbox=target.bbox)
+            reprs = row.get("action_reprs") or []
+            instruction = str(reprs[i]) if i < len(reprs) else ""
+            obs = building.observation(ctx, img, f"{rec.key}/{i}", self.platform, website, [target])
+            steps.append(building.step(i, obs, action, instruction))
+            uids.append(str(row.get("action_uid") or ""))
+        return building.trajectory(ctx, rec.key, task, steps, website, self.platform, uids)

@@ -1,0 +1,154 @@
+"""Actions written as Python calls (pyautogui / ``mobile.*`` / ``computer.*``), parsed with ``ast``, never run.
+
+OpenCUA AgentNet and AGUVIS express each step as one or two lines of code with 0–1 coordinates
+(``pyautogui.click(x=0.42, y=0.17)``). Code from a dataset is untrusted text: it is parsed into call nodes and
+only literal arguments are read (``ast.literal_eval`` per argument), so nothing in it can execute.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import Any
+
+from pipelines.importers.base import UNKNOWN_ACTION, UNPARSEABLE_CODE, UNSUPPORTED_ACTION, Bad
+from pipelines.importers.convention import Coords, to_pixels
+from schemas import Action
+
+# Click variants the schema cannot express (it has no button or click count): refusing beats mislabelling.
+UNSUPPORTED = {"doubleclick", "rightclick", "middleclick", "tripleclick", "moveto", "mousedown", "mouseup"}
+
+
+@dataclass
+class Call:
+    name: str  # the last attribute, lower-cased: "click", "write", "terminate"
+    args: list[Any] = field(default_factory=list)
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+    def arg(self, pos: int, *names: str) -> Any:
+        for n in names:
+            if n in self.kwargs:
+                return self.kwargs[n]
+        return self.args[pos] if len(self.args) > pos else None
+
+
+def parse_calls(code: str, where: str) -> list[Call]:
+    """The calls of a code snippet; ``Bad(unparseable_code)`` for anything but plain calls with literal args."""
+    text = code.strip()
+    if text.startswith("```"):
+        text = text.strip("`").removeprefix("python").strip()
+    try:
+        tree = ast.parse(text, mode="exec")
+    except SyntaxError as exc:
+        raise Bad(UNPARSEABLE_CODE, f"{where}: {exc.msg} in {code[:80]!r}") from None
+    calls: list[Call] = []
+    for stmt in tree.body:
+        if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)):
+            raise Bad(UNPARSEABLE_CODE, f"{where}: only function calls are allowed, got {ast.dump(stmt)[:60]}")
+        node = stmt.value
+        func = node.func
+        if isinstance(func, ast.Attribute):
+            name = func.attr
+        elif isinstance(func, ast.Name):
+            name = func.id
+        else:
+            raise Bad(UNPARSEABLE_CODE, f"{where}: unsupported callee in {code[:80]!r}")
+        try:
+            args = [ast.literal_eval(a) for a in node.args]
+            kwargs = {k.arg: ast.literal_eval(k.value) for k in node.keywords if k.arg}
+        except (ValueError, SyntaxError, TypeError):
+            raise Bad(UNPARSEABLE_CODE, f"{where}: non-literal argument in {code[:80]!r}") from None
+        calls.append(Call(name.lower(), args, kwargs))
+    if not calls:
+        raise Bad(UNPARSEABLE_CODE, f"{where}: no action in {code[:80]!r}")
+    return calls
+
+
+def _point(call: Call, w: int, h: int, coords: Coords, where: str) -> dict[str, Any]:
+    x, y = call.arg(0, "x"), call.arg(1, "y")
+    if x is None or y is None:
+        return {}
+    px, py = to_pixels(x, y, w, h, coords, where)
+    return {"x": px, "y": py, "image_width": w, "image_height": h}
+
+
+def _keys(call: Call) -> str:
+    keys: list[Any] = []
+    for a in call.args:
+        keys += a if isinstance(a, list | tuple) else [a]
+    for k in ("keys", "key"):
+        if k in call.kwargs:
+            v = call.kwargs[k]
+            keys += v if isinstance(v, list | tuple) else [v]
+    return "+".join(str(k).lower() for k in keys)
+
+
+def _single(call: Call, w: int, h: int, coords: Coords, where: str) -> Action:
+    n = call.name
+    if n in UNSUPPORTED:
+        raise Bad(UNSUPPORTED_ACTION, f"{where}: {n} has no equivalent in the trajforge action space")
+    if n in ("click", "leftclick", "tap"):
+        return Action(type="click", **_point(call, w, h, coords, where))
+    if n == "long_press":
+        return Action(type="long_press", **_point(call, w, h, coords, where))
+    if n in ("write", "typewrite", "type", "input_text"):
+        return Action(type="type", text=str(call.arg(0, "message", "text", "content") or ""))
+    if n in ("press", "keydown"):
+        return Action(type="key", key=_keys(call))
+    if n == "hotkey":
+        return Action(type="key", key=_keys(call))
+    if n in ("scroll", "vscroll", "hscroll"):
+        amount = call.arg(0, "clicks", "amount", "page")
+        try:
+            value = float(amount)
+        except (TypeError, ValueError):
+            raise Bad(UNPARSEABLE_CODE, f"{where}: scroll amount {amount!r} is not a number") from None
+        # pyautogui: a positive amount scrolls up (or right, for hscroll).
+        direction = ("right" if value > 0 else "left") if n == "hscroll" else ("up" if value > 0 else "down")
+        pt = _point(Call(n, call.args[1:], call.kwargs), w, h, coords, where)
+        return Action(type="scroll", direction=direction, **pt)
+    if n == "swipe":
+        start, end = call.arg(0, "from_coord"), call.arg(1, "to_coord")
+        if start is not None and end is not None:
+            x, y = to_pixels(start[0], start[1], w, h, coords, where)
+            x2, y2 = to_pixels(end[0], end[1], w, h, coords, where)
+            return Action(type="swipe", x=x, y=y, x2=x2, y2=y2, image_width=w, image_height=h)
+        return Action(type="swipe", direction=call.arg(0, "direction"))
+    if n in ("terminate", "done", "finish"):
+        return Action(type="done", text=str(call.arg(0, "status", "answer") or "success"))
+    if n in ("wait", "sleep"):
+        return Action(type="wait")
+    if n in ("back", "navigate_back"):
+        return Action(type="navigate_back")
+    if n in ("home", "navigate_home"):
+        return Action(type="navigate_home")
+    if n in ("open_app", "launch_app"):
+        return Action(type="open_app", app=str(call.arg(0, "app_name", "name", "app") or ""))
+    if n == "answer":
+        return Action(type="answer", text=str(call.arg(0, "text", "answer") or ""))
+    if n in ("select_option", "select"):
+        return Action(type="select", text=str(call.arg(2, "value", "text") or ""), **_point(call, w, h, coords, where))
+    raise Bad(UNKNOWN_ACTION, f"{where}: unknown call {call.name!r}")
+
+
+def code_to_action(code: str, width: int, height: int, coords: Coords, where: str) -> Action:
+    """One step's code → one ``Action`` on a ``width`` × ``height`` screenshot.
+
+    Two-call idioms are merged: ``moveTo`` + ``dragTo`` is a swipe, ``click`` + ``write`` is typing at a point.
+    Any other sequence of several actions is refused: a step is one action.
+    """
+    calls = parse_calls(code, where)
+    if len(calls) == 1:
+        return _single(calls[0], width, height, coords, where)
+    names = [c.name for c in calls]
+    if names == ["moveto", "dragto"]:
+        start = _point(calls[0], width, height, coords, where)
+        end = _point(calls[1], width, height, coords, where)
+        if not start or not end:
+            raise Bad(UNPARSEABLE_CODE, f"{where}: drag without both points")
+        return Action(type="swipe", x=start["x"], y=start["y"], x2=end["x"], y2=end["y"],
+                      image_width=width, image_height=height)
+    if len(calls) == 2 and names[0] in ("click", "tap") and names[1] in ("write", "typewrite", "type"):
+        pt = _point(calls[0], width, height, coords, where)
+        return Action(type="type", text=str(calls[1].arg(0, "message", "text") or ""), **pt)
+    raise Bad(UNSUPPORTED_ACTION, f"{where}: several actions in one step: {', '.join(names)}")

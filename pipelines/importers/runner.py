@@ -1,0 +1,186 @@
+"""Running an import: stream source records through an importer into Parquet shards, blobs and rejects.
+
+Layout under ``--out``::
+
+    trajectories/<format>-00000.parquet …   imported trajectories, ``shard_size`` per file
+    rejects/<format>-00000.parquet          every refused source record (stage ``import:<format>``, reason)
+    blobs/                                  screenshots and raw trees by sha256 (shared by all formats)
+    <format>-summary.json                   counts by reason, sources, time
+
+Reruns are safe: ids are deterministic, blobs are content-addressed, and a run writes its shards into a
+staging folder that replaces the format's previous shards only when the run completes — a killed run leaves
+the last complete import in place, never a mix. The same source record twice in one run is imported once
+(the second is rejected as ``duplicate_id``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from pipelines.importers.base import DUPLICATE_ID, SCHEMA_INVALID, Bad, ImportContext, SourceRecord
+from pipelines.importers.registry import get_importer
+from schemas import BlobStore, Reject, Trajectory
+from schemas.recordio import write_parquet
+from schemas.records import _field_path
+
+MAX_PAYLOAD_STRING = 2048
+MAX_PAYLOAD = 64 * 1024
+
+
+@dataclass
+class ImportSummary:
+    fmt: str
+    imported: int = 0
+    steps: int = 0
+    rejected: Counter[str] = field(default_factory=Counter)
+    sources: list[str] = field(default_factory=list)
+    trajectory_files: list[str] = field(default_factory=list)
+    reject_files: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def total_rejected(self) -> int:
+        return sum(self.rejected.values())
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"format": self.fmt, "imported": self.imported, "steps": self.steps,
+                "rejected": dict(self.rejected.most_common()), "sources": self.sources,
+                "trajectory_files": self.trajectory_files, "reject_files": self.reject_files,
+                "seconds": round(self.seconds, 3)}
+
+
+def _elide(value: Any) -> Any:
+    """Source record for a reject payload, with image-sized strings replaced by a marker."""
+    if isinstance(value, str) and len(value) > MAX_PAYLOAD_STRING:
+        return f"<{len(value)} chars elided>"
+    if isinstance(value, bytes | bytearray):
+        return f"<{len(value)} bytes elided>"
+    if isinstance(value, dict):
+        return {k: _elide(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_elide(v) for v in value]
+    return value
+
+
+def payload_of(data: Any) -> str:
+    text = json.dumps(_elide(data), ensure_ascii=False, default=str)
+    return text if len(text) <= MAX_PAYLOAD else text[:MAX_PAYLOAD] + "…"
+
+
+def _pydantic_detail(exc: ValidationError, where: str) -> str:
+    parts = [f"{_field_path(tuple(e['loc']))}: {e['msg'].removeprefix('Value error, ')}" for e in exc.errors()]
+    return f"{where}: {exc.title} " + "; ".join(parts)
+
+
+class ShardWriter:
+    """Buffers records and writes ``<prefix>-NNNNN.parquet`` files of ``shard_size`` records each."""
+
+    def __init__(self, folder: Path, prefix: str, kind: str, shard_size: int):
+        self.folder, self.prefix, self.kind, self.shard_size = folder, prefix, kind, shard_size
+        self.buffer: list[Any] = []
+        self.files: list[Path] = []
+
+    def add(self, record: Any) -> None:
+        self.buffer.append(record)
+        if len(self.buffer) >= self.shard_size:
+            self.flush()
+
+    def flush(self, force: bool = False) -> None:
+        if not self.buffer and not (force and not self.files):
+            return
+        path = self.folder / f"{self.prefix}-{len(self.files):05d}.parquet"
+        write_parquet(self.buffer, path, self.kind)
+        self.files.append(path)
+        self.buffer = []
+
+
+def _publish(staging: Path, final: Path, prefix: str) -> list[str]:
+    """Replace the format's previous shards in ``final`` with the staged ones."""
+    final.mkdir(parents=True, exist_ok=True)
+    for old in final.glob(f"{prefix}-*.parquet"):
+        old.unlink()
+    names = []
+    for new in sorted(staging.glob(f"{prefix}-*.parquet")):
+        os.replace(new, final / new.name)
+        names.append(str(final / new.name))
+    return names
+
+
+def run_import(
+    fmt: str,
+    paths: Iterable[Path],
+    out: Path,
+    options: dict[str, Any] | None = None,
+    image_dirs: Iterable[Path] = (),
+    shard_size: int = 500,
+    on_record: Callable[[str, bool], None] | None = None,
+    blobs: str | None = None,
+) -> ImportSummary:
+    """Import ``paths`` in format ``fmt`` under ``out``; ``on_record(location, ok)`` reports progress."""
+    importer = get_importer(fmt)
+    out.mkdir(parents=True, exist_ok=True)
+    ctx = ImportContext(fmt, BlobStore(blobs or out / "blobs"), [Path(p) for p in image_dirs], options or {})
+    stage = f"import:{fmt}"
+    staging = out / f".staging-{fmt}-{os.getpid()}"
+    shutil.rmtree(staging, ignore_errors=True)
+    trajs = ShardWriter(staging / "trajectories", fmt, "trajectory", shard_size)
+    rejects = ShardWriter(staging / "rejects", fmt, "reject", shard_size * 10)
+    summary = ImportSummary(fmt)
+    seen: set[str] = set()
+    started = time.monotonic()
+
+    def reject(rec: SourceRecord, reason: str, detail: str) -> None:
+        summary.rejected[reason] += 1
+        rejects.add(Reject(record_id=str(rec.key), stage=stage, reason=reason, detail=detail,
+                           payload=payload_of(rec.data)))
+        if on_record:
+            on_record(rec.location, False)
+
+    try:
+        for path in paths:
+            path = Path(path)
+            summary.sources.append(str(path))
+            fctx = ctx.with_source(path)
+            for rec in importer.records(path, fctx):
+                if rec.error is not None:
+                    reject(rec, rec.error.reason, rec.error.detail)
+                    continue
+                try:
+                    traj: Trajectory = importer.convert(rec, fctx)
+                except Bad as bad:
+                    reject(rec, bad.reason, bad.detail)
+                    continue
+                except ValidationError as exc:
+                    reject(rec, SCHEMA_INVALID, _pydantic_detail(exc, f"{rec.key} ({rec.location})"))
+                    continue
+                if traj.id in seen:
+                    reject(rec, DUPLICATE_ID, f"{rec.key} ({rec.location}): already imported in this run")
+                    continue
+                seen.add(traj.id)
+                trajs.add(traj)
+                summary.imported += 1
+                summary.steps += len(traj.steps)
+                if on_record:
+                    on_record(rec.location, True)
+        trajs.flush(force=True)
+        rejects.flush(force=True)
+        summary.trajectory_files = _publish(staging / "trajectories", out / "trajectories", fmt)
+        summary.reject_files = _publish(staging / "rejects", out / "rejects", fmt)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    summary.seconds = time.monotonic() - started
+    summary_path = out / f"{fmt}-summary.json"
+    tmp = summary_path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(summary.as_dict(), indent=2), encoding="utf-8")
+    os.replace(tmp, summary_path)
+    return summary
