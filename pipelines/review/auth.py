@@ -1,0 +1,115 @@
+"""Annotator accounts: scrypt password hashes, server-side login sessions and CSRF tokens.
+
+Why these choices: ``hashlib.scrypt`` is in the standard library and memory-hard, so no extra dependency is
+needed for a sound password hash. Sessions live in the database (the cookie carries a random token, the
+database only its sha256), so logging out or deleting a session really ends it and a stolen database does not
+yield usable cookies. Every session has its own CSRF token, which each label write must echo back.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import re
+import secrets
+from datetime import timedelta
+
+from sqlalchemy import delete, select
+from sqlalchemy.orm import Session
+
+from pipelines.review.db import Annotator, LoginSession, utcnow
+
+SCRYPT_N, SCRYPT_R, SCRYPT_P, SCRYPT_DKLEN = 2**14, 8, 1, 32
+SESSION_TTL = timedelta(hours=12)
+NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+MIN_PASSWORD = 8
+
+
+class AuthError(ValueError):
+    """A bad user name or password (the message is safe to show)."""
+
+
+def hash_password(password: str) -> str:
+    """``scrypt$n$r$p$salt$hash`` with base64 parts; parameters travel with the hash so they can be raised later."""
+    salt = secrets.token_bytes(16)
+    digest = hashlib.scrypt(password.encode("utf-8"), salt=salt, n=SCRYPT_N, r=SCRYPT_R, p=SCRYPT_P,
+                            dklen=SCRYPT_DKLEN)
+    b64 = base64.b64encode
+    return f"scrypt${SCRYPT_N}${SCRYPT_R}${SCRYPT_P}${b64(salt).decode()}${b64(digest).decode()}"
+
+
+def verify_password(password: str, stored: str) -> bool:
+    try:
+        scheme, n, r, p, salt_b64, hash_b64 = stored.split("$")
+        if scheme != "scrypt":
+            return False
+        expected = base64.b64decode(hash_b64)
+        digest = hashlib.scrypt(password.encode("utf-8"), salt=base64.b64decode(salt_b64), n=int(n), r=int(r),
+                                p=int(p), dklen=len(expected))
+    except (ValueError, TypeError):
+        return False
+    return hmac.compare_digest(digest, expected)
+
+
+def add_annotator(db: Session, name: str, password: str) -> Annotator:
+    """Create an account; names are plain identifiers so they can never carry markup into a page."""
+    if not NAME_RE.match(name):
+        raise AuthError(f"user name {name!r} must be 1-64 letters, digits, '.', '_' or '-'")
+    if len(password) < MIN_PASSWORD:
+        raise AuthError(f"password must be at least {MIN_PASSWORD} characters")
+    if db.scalar(select(Annotator).where(Annotator.name == name)) is not None:
+        raise AuthError(f"user {name!r} already exists")
+    user = Annotator(name=name, password_hash=hash_password(password))
+    db.add(user)
+    db.commit()
+    return user
+
+
+def authenticate(db: Session, name: str, password: str) -> Annotator | None:
+    user = db.scalar(select(Annotator).where(Annotator.name == name))
+    if user is None:
+        # Spend the same time as a real check so response timing does not reveal which names exist.
+        verify_password(password, _DUMMY_HASH)
+        return None
+    return user if verify_password(password, user.password_hash) else None
+
+
+def _token_key(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def start_session(db: Session, user: Annotator) -> str:
+    """A new login session; returns the cookie token (only its hash is stored)."""
+    token = secrets.token_urlsafe(32)
+    db.add(LoginSession(token_sha256=_token_key(token), annotator_id=user.id, csrf_token=secrets.token_hex(32),
+                        expires_at=utcnow() + SESSION_TTL))
+    db.commit()
+    return token
+
+
+def session_for(db: Session, token: str | None) -> tuple[Annotator, LoginSession] | None:
+    """The annotator and session behind a cookie token, or None when missing, unknown or expired."""
+    if not token or len(token) > 200:
+        return None
+    sess = db.get(LoginSession, _token_key(token))
+    if sess is None:
+        return None
+    expires = sess.expires_at if sess.expires_at.tzinfo else sess.expires_at.replace(tzinfo=utcnow().tzinfo)
+    if expires <= utcnow():
+        return None
+    user = db.get(Annotator, sess.annotator_id)
+    return (user, sess) if user is not None else None
+
+
+def end_session(db: Session, token: str | None) -> None:
+    if token:
+        db.execute(delete(LoginSession).where(LoginSession.token_sha256 == _token_key(token)))
+        db.commit()
+
+
+def csrf_ok(expected: str, given: str | None) -> bool:
+    return bool(given) and hmac.compare_digest(expected.encode(), str(given).encode())
+
+
+_DUMMY_HASH = hash_password(secrets.token_hex(8))

@@ -1,0 +1,249 @@
+"""A read-only index over one dataset version's Parquet shards, for the review UI.
+
+A dataset version is a directory ``vNNNN/`` with ``data/*.parquet`` (kind ``sample``), optionally
+``rejects/*.parquet`` (kind ``reject``, whose payload is the refused record) and ``manifest.json``. A directory
+holding the ``*.parquet`` shards directly is accepted too.
+
+The index keeps only the small columns (ids, app, action type, scores, hashes) in memory, so a large version
+opens in seconds; a full sample (instruction, reasoning, the image) is read from its row group on demand, and
+screenshots are looked up by sha256 either in the shards' embedded ``image`` column or in a blob store.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from schemas import BlobStore, Sample
+from schemas.arrow import from_row
+from schemas.base import SHA256_RE
+from schemas.blobstore import BlobNotFound, sha256_bytes
+from schemas.errors import RecordValidationError
+from schemas.records import parse_record
+
+INDEX_COLUMNS = ["id", "trajectory_id", "step_index", "num_steps", "app_id", "action", "scores",
+                 "screenshot_sha256", "content_hash"]
+
+
+class DatasetError(ValueError):
+    """The directory is not a dataset version (message says what was looked for)."""
+
+
+@dataclass(frozen=True)
+class Location:
+    file: Path
+    row_group: int
+    offset: int
+
+
+@dataclass
+class SampleRef:
+    """What the queue needs to order a sample without reading it."""
+
+    id: str
+    trajectory_id: str
+    step_index: int
+    num_steps: int
+    app_id: str
+    action_type: str
+    judge_score: float | None
+    screenshot_sha256: str
+    content_hash: str
+    location: Location
+    source: str = "data"  # "data" (in the version) or "rejects" (refused by an automatic gate)
+    reject_stage: str = ""
+    reject_reason: str = ""
+    reject_detail: str = ""
+
+
+@dataclass
+class DatasetVersion:
+    root: Path
+    data_files: list[Path]
+    reject_files: list[Path]
+    refs: dict[str, SampleRef] = field(default_factory=dict)
+    rejected: dict[str, SampleRef] = field(default_factory=dict)
+    by_trajectory: dict[str, list[SampleRef]] = field(default_factory=dict)
+    duplicate_ids: int = 0
+    unreadable_rejects: int = 0
+    blobs: BlobStore | None = None
+    manifest: dict = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.root.name
+
+    def get(self, sample_id: str) -> SampleRef | None:
+        return self.refs.get(sample_id) or self.rejected.get(sample_id)
+
+
+def data_files_of(root: Path) -> list[Path]:
+    data_dir = root / "data"
+    files = sorted(data_dir.glob("*.parquet")) if data_dir.is_dir() else sorted(root.glob("*.parquet"))
+    return [f for f in files if not f.name.startswith(".")]
+
+
+def _score(scores: list[dict] | None) -> float | None:
+    for s in scores or []:
+        if s.get("name") == "judge":
+            return s.get("value")
+    return None
+
+
+def open_dataset(root: str | Path, blobs: str | Path | None = None) -> DatasetVersion:
+    """Index a dataset version directory (shards are read column-wise, images are not loaded)."""
+    root = Path(root)
+    if not root.is_dir():
+        raise DatasetError(f"{root}: not a directory")
+    files = data_files_of(root)
+    if not files:
+        raise DatasetError(f"{root}: no Parquet shards found in {root / 'data'} or {root}")
+    rejects_dir = root / "rejects"
+    ds = DatasetVersion(root=root, data_files=files,
+                        reject_files=sorted(rejects_dir.glob("*.parquet")) if rejects_dir.is_dir() else [])
+    manifest = root / "manifest.json"
+    if manifest.is_file():
+        try:
+            ds.manifest = json.loads(manifest.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            ds.manifest = {}
+    blob_root = Path(blobs) if blobs else None
+    if blob_root is None and (root / "blobs").is_dir():
+        blob_root = root / "blobs"
+    ds.blobs = BlobStore(blob_root) if blob_root else None
+    for path in files:
+        pf = pq.ParquetFile(path)
+        for rg in range(pf.num_row_groups):
+            table = pf.read_row_group(rg, columns=INDEX_COLUMNS)
+            for offset, row in enumerate(table.to_pylist()):
+                ref = SampleRef(
+                    id=row["id"], trajectory_id=row["trajectory_id"], step_index=row["step_index"],
+                    num_steps=row["num_steps"], app_id=row["app_id"] or "",
+                    action_type=(row["action"] or {}).get("type") or "", judge_score=_score(row["scores"]),
+                    screenshot_sha256=row["screenshot_sha256"], content_hash=row["content_hash"] or "",
+                    location=Location(path, rg, offset),
+                )
+                if ref.id in ds.refs:
+                    ds.duplicate_ids += 1
+                    continue
+                ds.refs[ref.id] = ref
+                ds.by_trajectory.setdefault(ref.trajectory_id, []).append(ref)
+    for steps in ds.by_trajectory.values():
+        steps.sort(key=lambda r: r.step_index)
+    for path in ds.reject_files:
+        _index_rejects(ds, path)
+    return ds
+
+
+def _index_rejects(ds: DatasetVersion, path: Path) -> None:
+    """Index refused samples (their payload is the sample JSON) for the audit queue."""
+    pf = pq.ParquetFile(path)
+    for rg in range(pf.num_row_groups):
+        rows = pf.read_row_group(rg).to_pylist()
+        for offset, row in enumerate(rows):
+            try:
+                payload = json.loads(row.get("payload") or "")
+                if not isinstance(payload, dict) or "step_index" not in payload:
+                    raise ValueError("not a sample")
+                action = payload.get("action") or {}
+                ref = SampleRef(
+                    id=str(payload["id"]), trajectory_id=str(payload["trajectory_id"]),
+                    step_index=int(payload["step_index"]), num_steps=int(payload["num_steps"]),
+                    app_id=str(payload.get("app_id") or ""), action_type=str(action.get("type") or ""),
+                    judge_score=(payload.get("scores") or {}).get("judge"),
+                    screenshot_sha256=str(payload.get("screenshot_sha256") or ""),
+                    content_hash=str(payload.get("content_hash") or ""), location=Location(path, rg, offset),
+                    source="rejects", reject_stage=str(row.get("stage") or ""),
+                    reject_reason=str(row.get("reason") or ""), reject_detail=str(row.get("detail") or ""),
+                )
+            except (ValueError, KeyError, TypeError):
+                ds.unreadable_rejects += 1
+                continue
+            if ref.id not in ds.refs and ref.id not in ds.rejected:
+                ds.rejected[ref.id] = ref
+
+
+class SampleReader:
+    """Loads full samples and screenshots on demand, with a small cache of decoded row groups.
+
+    Thread-safe: the web server calls it from its worker threads.
+    """
+
+    def __init__(self, ds: DatasetVersion, cache_row_groups: int = 8, cache_images: int = 64):
+        self.ds = ds
+        self._groups: OrderedDict[tuple[Path, int, bool], list[dict]] = OrderedDict()
+        self._images: OrderedDict[str, bytes] = OrderedDict()
+        self._max_groups, self._max_images = cache_row_groups, cache_images
+        self._lock = threading.Lock()
+        # sha → a sample whose shard embeds it (first seen wins; all carry identical bytes by construction).
+        self._image_refs: dict[str, SampleRef] = {}
+        for ref in [*ds.refs.values(), *ds.rejected.values()]:
+            self._image_refs.setdefault(ref.screenshot_sha256, ref)
+
+    def _rows(self, loc: Location, with_image: bool) -> list[dict]:
+        key = (loc.file, loc.row_group, with_image)
+        with self._lock:
+            if key in self._groups:
+                self._groups.move_to_end(key)
+                return self._groups[key]
+        pf = pq.ParquetFile(loc.file)
+        columns = None if with_image else [n for n in pf.schema_arrow.names if n != "image"]
+        rows = pf.read_row_group(loc.row_group, columns=columns).to_pylist()
+        with self._lock:
+            self._groups[key] = rows
+            while len(self._groups) > self._max_groups:
+                self._groups.popitem(last=False)
+        return rows
+
+    def sample(self, ref: SampleRef) -> Sample:
+        """The full sample (without image bytes); raises ``RecordValidationError`` for a bad row."""
+        if ref.source == "rejects":
+            row = json.loads(self._rows(ref.location, True)[ref.location.offset]["payload"])
+            row["image"] = None
+        else:
+            row = dict(self._rows(ref.location, False)[ref.location.offset])
+        record = parse_record(from_row(row), "sample")
+        assert isinstance(record, Sample)
+        return record
+
+    def image(self, sha: str) -> bytes | None:
+        """PNG bytes of a screenshot by sha256 — never by path; the bytes are checked against the digest."""
+        if not isinstance(sha, str) or not SHA256_RE.match(sha):
+            return None
+        with self._lock:
+            if sha in self._images:
+                self._images.move_to_end(sha)
+                return self._images[sha]
+        data = self._embedded(sha)
+        if data is None and self.ds.blobs is not None:
+            try:
+                data = self.ds.blobs.get(sha)
+            except (BlobNotFound, ValueError):
+                data = None
+        if data is None or sha256_bytes(data) != sha:
+            return None
+        with self._lock:
+            self._images[sha] = data
+            while len(self._images) > self._max_images:
+                self._images.popitem(last=False)
+        return data
+
+    def _embedded(self, sha: str) -> bytes | None:
+        ref = self._image_refs.get(sha)
+        if ref is None:
+            return None
+        if ref.source == "rejects":
+            try:
+                s = Sample.model_validate_json(self._rows(ref.location, True)[ref.location.offset]["payload"])
+            except (ValueError, RecordValidationError):
+                return None
+            return s.image
+        pf = pq.ParquetFile(ref.location.file)
+        col = pf.read_row_group(ref.location.row_group, columns=["image"]).column("image")
+        value = col[ref.location.offset].as_py()
+        return value if isinstance(value, bytes) else None

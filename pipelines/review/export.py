@@ -1,0 +1,71 @@
+"""Label export: the audit trail (or each annotator's latest verdicts) as JSON Lines, CSV or Parquet.
+
+Exports are for people and tools outside trajforge (agreement studies, Label Studio / Argilla comparisons,
+training a judge on human verdicts); the human gate reads the database directly.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import tempfile
+from dataclasses import asdict
+from datetime import UTC
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session
+
+from pipelines.review.labels import LabelView, iter_labels, latest_by_annotator
+
+FORMATS = ("jsonl", "csv", "parquet")
+FIELDS = [f for f in LabelView.__dataclass_fields__]
+LABEL_SCHEMA = pa.schema(
+    [pa.field("id", pa.int64()), *[pa.field(n, pa.string()) for n in FIELDS[1:-1]],
+     pa.field("created_at", pa.timestamp("us", tz="UTC"))]
+)
+
+
+def _rows(engine: Engine, latest_only: bool) -> list[dict]:
+    with Session(engine) as db:
+        labels = list(iter_labels(db))
+    if latest_only:
+        latest = latest_by_annotator(labels)
+        labels = sorted((lab for by in latest.values() for lab in by.values()), key=lambda v: v.id)
+    return [asdict(lab) for lab in labels]
+
+
+def export_labels(engine: Engine, out: str | Path, fmt: str | None = None, latest_only: bool = False) -> int:
+    """Write labels to ``out`` atomically (format from ``fmt`` or the extension); returns the row count."""
+    out = Path(out)
+    fmt = fmt or out.suffix.lstrip(".").lower()
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown export format {fmt!r}; use one of {', '.join(FORMATS)}")
+    rows = _rows(engine, latest_only)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
+    os.close(fd)
+    try:
+        if fmt == "parquet":
+            for r in rows:
+                if r["created_at"] is not None and r["created_at"].tzinfo is None:
+                    r["created_at"] = r["created_at"].replace(tzinfo=UTC)
+            pq.write_table(pa.Table.from_pylist(rows, schema=LABEL_SCHEMA), tmp)
+        elif fmt == "csv":
+            with open(tmp, "w", newline="", encoding="utf-8") as f:
+                w = csv.DictWriter(f, fieldnames=FIELDS)
+                w.writeheader()
+                for r in rows:
+                    w.writerow({**r, "created_at": r["created_at"].isoformat()})
+        else:
+            with open(tmp, "w", encoding="utf-8") as f:
+                for r in rows:
+                    f.write(json.dumps({**r, "created_at": r["created_at"].isoformat()}, ensure_ascii=False) + "\n")
+        os.replace(tmp, out)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return len(rows)

@@ -1,0 +1,71 @@
+"""An action as shapes to draw over its screenshot: point, target box, swipe / scroll arrow, typed text.
+
+The shapes are in screenshot pixels, and the page draws them as SVG with ``viewBox = 0 0 width height`` laid
+exactly over the image, so an overlay is pixel-true at any display size and a browser test can read it from the
+DOM. Pure function of the action: no I/O, easy to test.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from schemas import Action
+
+# How far a direction-only swipe or scroll arrow reaches, as a fraction of the shorter image side.
+ARROW_FRACTION = 0.25
+DIRECTION_VECTORS = {"up": (0.0, -1.0), "down": (0.0, 1.0), "left": (-1.0, 0.0), "right": (1.0, 0.0)}
+
+
+@dataclass(frozen=True)
+class Shape:
+    """One SVG primitive. ``kind`` is circle | rect | arrow | text; unused coordinates stay 0."""
+
+    kind: str
+    role: str  # point | long_press | target | swipe | scroll | typed_text — the CSS class and test hook
+    x: float = 0.0
+    y: float = 0.0
+    x2: float = 0.0
+    y2: float = 0.0
+    r: float = 0.0
+    text: str = ""
+
+
+def _radius(width: int, height: int) -> float:
+    return max(6.0, min(width, height) * 0.02)
+
+
+def shapes_for(action: Action, width: int, height: int) -> list[Shape]:
+    """The shapes that show what ``action`` does on a ``width`` × ``height`` screenshot."""
+    out: list[Shape] = []
+    r = _radius(width, height)
+    t = action.type
+    if action.target_bbox is not None:
+        b = action.target_bbox
+        out.append(Shape("rect", "target", b.x1, b.y1, b.x2, b.y2))
+    if t in ("swipe", "scroll"):
+        start, end = _arrow(action, width, height)
+        out.append(Shape("arrow", t, start[0], start[1], end[0], end[1]))
+        out.append(Shape("circle", "point", start[0], start[1], r=r * 0.6))
+    elif action.point is not None:
+        out.append(Shape("circle", "long_press" if t == "long_press" else "point", action.x, action.y, r=r))
+        if t == "long_press":
+            out.append(Shape("circle", "long_press", action.x, action.y, r=r * 1.8))
+    if action.text:
+        # Typed text goes next to the point when there is one, else in the top-left corner.
+        tx, ty = (action.x + r * 1.5, action.y - r * 1.5) if action.point is not None else (r, r * 2)
+        tx = min(max(tx, 0.0), width * 0.6)
+        ty = min(max(ty, r * 2), height - r)
+        out.append(Shape("text", "typed_text", tx, ty, text=action.text))
+    elif action.key:
+        out.append(Shape("text", "typed_text", r, r * 2, text=f"key: {action.key}"))
+    return out
+
+
+def _arrow(action: Action, width: int, height: int) -> tuple[tuple[float, float], tuple[float, float]]:
+    if action.x is not None and action.x2 is not None:
+        return (action.x, action.y), (action.x2, action.y2)
+    start = (action.x, action.y) if action.x is not None else (width / 2, height / 2)
+    dx, dy = DIRECTION_VECTORS.get(action.direction or "down", (0.0, 1.0))
+    reach = min(width, height) * ARROW_FRACTION
+    end = (min(max(start[0] + dx * reach, 0.0), width), min(max(start[1] + dy * reach, 0.0), height))
+    return start, end

@@ -1,0 +1,113 @@
+"""Review labels live in a real database (SQLite file and a real PostgreSQL server) as an append-only trail."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow.parquet as pq
+import pytest
+from pg import pg_server, pg_url  # noqa: F401  (fixtures)
+from sqlalchemy import text
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.orm import Session
+
+from pipelines.review import agreement
+from pipelines.review.auth import AuthError, add_annotator, authenticate, hash_password, verify_password
+from pipelines.review.db import make_engine
+from pipelines.review.export import export_labels
+from pipelines.review.labels import LabelError, add_label, iter_labels, latest_by_annotator
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def engine(request, tmp_path):
+    url = f"sqlite:///{tmp_path / 'labels.sqlite'}" if request.param == "sqlite" else request.getfixturevalue("pg_url")
+    eng = make_engine(url)
+    yield eng
+    eng.dispose()
+
+
+def _two_annotators(db: Session):
+    return add_annotator(db, "alice", "correct horse 1"), add_annotator(db, "bob", "battery staple 2")
+
+
+def test_labels_are_an_append_only_audit_trail(engine):
+    with Session(engine) as db:
+        alice, _ = _two_annotators(db)
+        add_label(db, annotator_id=alice.id, sample_id="t1:0", content_hash="h0", verdict="accept")
+        add_label(db, annotator_id=alice.id, sample_id="t1:0", content_hash="h0", verdict="reject",
+                  reason_code="wrong_point")
+        trail = list(iter_labels(db))
+        assert [(lab.annotator, lab.verdict, lab.reason_code) for lab in trail] == [
+            ("alice", "accept", None), ("alice", "reject", "wrong_point")]
+        # The newest verdict is the current one; the older one is still there.
+        assert latest_by_annotator(trail)["t1:0"]["alice"].verdict == "reject"
+        assert all(lab.created_at is not None and lab.content_hash == "h0" for lab in trail)
+    # The database itself refuses rewriting history, whatever client tries.
+    for statement in ("UPDATE review_labels SET verdict = 'accept'", "DELETE FROM review_labels"):
+        with pytest.raises(DBAPIError, match="append-only"), engine.begin() as conn:
+            conn.execute(text(statement))
+    with Session(engine) as db:
+        assert len(list(iter_labels(db))) == 2
+
+
+def test_incomplete_labels_are_refused_with_the_field_named(engine):
+    with Session(engine) as db:
+        alice, _ = _two_annotators(db)
+        with pytest.raises(LabelError, match="reason_code"):
+            add_label(db, annotator_id=alice.id, sample_id="s", content_hash="h", verdict="reject")
+        with pytest.raises(LabelError, match="instruction"):
+            add_label(db, annotator_id=alice.id, sample_id="s", content_hash="h", verdict="edit", instruction="  ")
+        with pytest.raises(LabelError, match="verdict"):
+            add_label(db, annotator_id=alice.id, sample_id="s", content_hash="h", verdict="maybe")
+        assert list(iter_labels(db)) == []
+
+
+def test_accounts_hash_passwords_with_scrypt_and_refuse_bad_names(engine):
+    with Session(engine) as db:
+        alice, _ = _two_annotators(db)
+        assert alice.password_hash.startswith("scrypt$") and "correct horse" not in alice.password_hash
+        assert authenticate(db, "alice", "correct horse 1").id == alice.id
+        assert authenticate(db, "alice", "wrong password") is None
+        assert authenticate(db, "nobody", "correct horse 1") is None
+        with pytest.raises(AuthError, match="already exists"):
+            add_annotator(db, "alice", "another password")
+        with pytest.raises(AuthError, match="user name"):
+            add_annotator(db, "<script>", "long enough pw")
+        with pytest.raises(AuthError, match="at least"):
+            add_annotator(db, "carol", "short")
+    h = hash_password("pw-123456")
+    assert h != hash_password("pw-123456")  # salted
+    assert verify_password("pw-123456", h) and not verify_password("pw-123457", h)
+    assert not verify_password("x", "garbage")
+
+
+def test_export_writes_every_label_or_only_the_latest(engine, tmp_path):
+    with Session(engine) as db:
+        alice, bob = _two_annotators(db)
+        add_label(db, annotator_id=alice.id, sample_id="s1", content_hash="h1", verdict="accept")
+        add_label(db, annotator_id=alice.id, sample_id="s1", content_hash="h1", verdict="edit",
+                  instruction='Tap "Save" <b>now</b>')
+        add_label(db, annotator_id=bob.id, sample_id="s1", content_hash="h1", verdict="reject", reason_code="other")
+    assert export_labels(engine, tmp_path / "all.jsonl") == 3
+    rows = [json.loads(line) for line in (tmp_path / "all.jsonl").read_text().splitlines()]
+    assert [r["verdict"] for r in rows] == ["accept", "edit", "reject"]
+    assert rows[1]["instruction"] == 'Tap "Save" <b>now</b>' and rows[1]["annotator"] == "alice"
+    assert export_labels(engine, tmp_path / "latest.parquet", latest_only=True) == 2
+    table = pq.read_table(tmp_path / "latest.parquet")
+    assert sorted(table.column("verdict").to_pylist()) == ["edit", "reject"]
+    assert export_labels(engine, tmp_path / "all.csv") == 3
+    assert (tmp_path / "all.csv").read_text().splitlines()[0].startswith("id,sample_id,content_hash")
+
+
+def test_agreement_statistics():
+    perfect = {"s1": {"a": "accept", "b": "accept"}, "s2": {"a": "reject", "b": "reject"}}
+    assert agreement.cohen_kappa([("accept", "accept"), ("reject", "reject")]) == 1.0
+    assert agreement.fleiss_kappa(perfect) == 1.0
+    mixed = {"s1": {"a": "accept", "b": "accept"}, "s2": {"a": "reject", "b": "accept"},
+             "s3": {"a": "reject", "b": "reject"}, "s4": {"a": "accept", "b": "accept"}, "s5": {"a": "accept"}}
+    (pair,) = agreement.pairwise(mixed)
+    assert (pair.a, pair.b, pair.n) == ("a", "b", 4)
+    assert pair.observed == 0.75
+    # po = 0.75; pe = (2/4)(3/4) + (2/4)(1/4) = 0.5 → kappa 0.5
+    assert pair.kappa == pytest.approx(0.5)
+    assert agreement.cohen_kappa([("accept", "accept")]) is None  # no variation: kappa undefined
