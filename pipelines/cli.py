@@ -22,6 +22,7 @@ COMMAND_MODULES = [
     "pipelines.commands.demo_app",
     "pipelines.commands.validate",
     "pipelines.commands.importing",
+    "pipelines.commands.export",
 ]
 
 for _name in COMMAND_MODULES:
