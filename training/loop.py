@@ -175,3 +175,131 @@ def train_sft(cfg: TrainConfig, data: Path, model_path: Path, out: Path, resume:
     s.metrics.close()
     final = save_final(s, out)
     return {"steps": s.state["step"], "loss": loss_value, "final": str(final)}
+
+
+# --- GRPO -------------------------------------------------------------------------------------------------------
+
+def load_pool(cfg: TrainConfig, files: list[Path], rejects: RejectsLog, limit: int) -> list[Any]:
+    """The prompt pool: up to ``limit`` validated samples (GRPO needs random access, so the pool is bounded)."""
+    from training.data import Rejected
+
+    pool = []
+    for item in ShardStream(files, cfg.data.batch_rows, 0, cfg.data.seed):
+        if isinstance(item, Rejected):
+            rejects.write([item.reject])
+        elif len(pool) < limit:
+            pool.append(item)
+    if not pool:
+        raise ValueError("no valid samples to build GRPO prompts from")
+    return pool
+
+
+def reward_columns(r: Any, n: int, renderer: Renderer) -> dict[str, list[Any]]:
+    """The TRL-style ground-truth columns for n completions of one rendered prompt."""
+    s, f = r.sample, r.frame
+    return {
+        "action": [s.action] * n,
+        "accepted_actions": [s.accepted_actions] * n,
+        "image_width": [s.image_width] * n,
+        "image_height": [s.image_height] * n,
+        "coord_convention": [str(f.convention)] * n,
+        "min_pixels": [f.min_pixels] * n,
+        "max_pixels": [f.max_pixels] * n,
+        "factor": [f.factor] * n,
+    }
+
+
+def train_grpo(cfg: TrainConfig, data: Path, model_path: Path, out: Path, resume: bool = True,
+               pool_limit: int = 10000) -> dict[str, Any]:
+    """KL-regularized GRPO with SNGS on curated steps; returns a summary."""
+    from training.curriculum import CurriculumSampler, backward_window, difficulty
+    from training.grpo_loss import group_advantages, grpo_loss
+    from training.rewards import PRESETS, accuracy_reward, format_reward
+    from training.sampler import check_backend, generate, token_logps
+    from training.tiny import load_model_and_processor as load
+
+    g = cfg.grpo
+    check_backend(g.backend)
+    if g.reward not in PRESETS:
+        raise ValueError(f"grpo.reward: unknown preset {g.reward!r} ({', '.join(PRESETS)})")
+    s = setup(cfg, model_path, out, resume, "grpo")
+    ref, _, _ = load(model_path)  # the frozen reference is the starting policy
+    ref.to(s.device).eval().requires_grad_(False)
+    renderer = Renderer(s.tokenizer, s.image_processor, s.model.config.model_type,
+                        rollout_data_config(cfg, g.mix))
+    pool = load_pool(cfg, shard_files(data), s.rejects, pool_limit)
+    by_task: dict[str, list[Any]] = {}
+    for smp in pool:
+        by_task.setdefault(smp.task_id or smp.trajectory_id, []).append(smp)
+    difficulties = {t: difficulty(steps) for t, steps in by_task.items()}
+    curriculum = CurriculumSampler(band=g.band, seed=cfg.run.seed)
+    curriculum.load(s.state.get("curriculum", {}))
+    image_id = s.model.config.image_token_id
+    reward_fn = PRESETS[g.reward]
+    rng = random.Random(cfg.run.seed)
+    bar = tqdm(total=cfg.run.max_steps, initial=s.state["step"], desc="grpo", disable=not cfg.run.progress)
+    last: dict[str, float] = {}
+    while s.state["step"] < cfg.run.max_steps:
+        t0 = time.perf_counter()
+        rng.seed(f"{cfg.run.seed}:{s.state['step']}")
+        s.optimizer.zero_grad(set_to_none=True)
+        micro = cfg.optim.batch_size * cfg.optim.grad_accum
+        tasks = curriculum.choose(difficulties, micro) if g.curriculum else rng.choices(list(by_task), k=micro)
+        in_band = sum(curriculum.in_band(t) for t in tasks) / len(tasks)
+        rewards_all, acc_all, fmt_all, kls, clips, losses = [], [], [], [], [], []
+        for task in tasks:
+            steps = by_task[task]
+            if g.backward:
+                first = backward_window(max(x.num_steps for x in steps), s.state["step"] / cfg.run.max_steps)
+                steps = [x for x in steps if x.step_index >= first] or steps
+            r = renderer.render(rng.choice(steps))[0]
+            s.model.eval()
+            ro = generate(s.model, s.tokenizer, renderer, r, g.num_generations, g.max_new_tokens, g.temperature,
+                          g.top_p, s.device)
+            s.model.train()
+            cols = reward_columns(r, g.num_generations, renderer)
+            rewards = torch.tensor(reward_fn(None, ro.texts, **cols), dtype=torch.float32)
+            adv, _ = group_advantages(rewards, g.num_generations, sngs=g.sngs)
+            with torch.no_grad():
+                ref_logp = token_logps(ref, ro, image_id)
+            with s.autocast():
+                logp = token_logps(s.model, ro, image_id)
+            # One policy update per rollout, so the "old" policy is the current one (ratio 1, clip inactive).
+            loss, st = grpo_loss(logp, logp.detach(), ref_logp, adv.to(s.device), ro.completion_mask,
+                                 g.clip_eps, g.kl_coef)
+            (loss / micro).backward()
+            curriculum.update(task, rewards.tolist())
+            rewards_all += rewards.tolist()
+            acc_all += accuracy_reward(None, ro.texts, **cols)
+            fmt_all += format_reward(None, ro.texts, **cols)
+            kls.append(st.kl)
+            clips.append(st.clip_fraction)
+            losses.append(loss.item())
+        grad_norm = torch.nn.utils.clip_grad_norm_(s.model.parameters(), cfg.optim.max_grad_norm)
+        s.optimizer.step()
+        s.scheduler.step()
+        s.state["step"] += 1
+        step = s.state["step"]
+        last = {"loss": sum(losses) / len(losses), "reward": sum(rewards_all) / len(rewards_all),
+                "accuracy": sum(acc_all) / len(acc_all), "format": sum(fmt_all) / len(fmt_all),
+                "kl": sum(kls) / len(kls), "clip_fraction": sum(clips) / len(clips), "in_band": in_band,
+                "grad_norm": float(grad_norm), "step_seconds": time.perf_counter() - t0}
+        if step % cfg.run.log_every == 0 or step == cfg.run.max_steps:
+            s.metrics.log(step, last)
+        if step % cfg.run.save_every == 0 or step == cfg.run.max_steps:
+            save(s, cfg, out, {"curriculum": curriculum.state()})
+        bar.update(1)
+        bar.set_postfix(reward=f"{last['reward']:.3f}")
+    bar.close()
+    s.metrics.close()
+    final = save_final(s, out)
+    return {"steps": s.state["step"], **last, "final": str(final)}
+
+
+def rollout_data_config(cfg: TrainConfig, mix: str) -> Any:
+    """The data config with the rollout prompt style (direct action or reasoning-then-action)."""
+    import dataclasses
+
+    if mix not in ("direct", "reasoning"):
+        raise ValueError(f"grpo.mix: expected direct or reasoning, got {mix!r}")
+    return dataclasses.replace(cfg.data, mix=mix)

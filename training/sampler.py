@@ -1,0 +1,81 @@
+"""Rollouts for GRPO: n completions per prompt from the policy, and per-token log-probs under any model.
+
+Generation uses transformers ``generate`` (CPU or GPU). One prompt's n samples share one image, so they are
+generated as ``num_return_sequences=n`` from a single unpadded prompt, which sidesteps left-padding rules of
+multimodal position ids. A vLLM backend is selected by ``grpo.backend: vllm`` and is only available where vLLM
+is installed (GPU hosts); this module refuses it clearly otherwise.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from training.data import Rendered, Renderer
+
+
+@dataclass
+class Rollout:
+    """n completions of one prompt, as tensors ready for a log-prob forward pass."""
+
+    rendered: Rendered
+    input_ids: torch.Tensor  # [n, P + T] prompt + completion, right-padded
+    attention_mask: torch.Tensor  # [n, P + T]
+    completion_mask: torch.Tensor  # [n, T] 1 on real completion tokens (through the end token)
+    prompt_len: int
+    pixel_values: torch.Tensor
+    image_grid_thw: torch.Tensor
+    texts: list[str]
+
+
+def check_backend(name: str) -> None:
+    if name == "transformers":
+        return
+    if name == "vllm":
+        try:
+            import vllm  # noqa: F401
+        except ImportError:
+            raise RuntimeError("grpo.backend is 'vllm' but vLLM is not installed here; use 'transformers'") from None
+        raise RuntimeError("the vLLM rollout backend is not implemented yet; use grpo.backend: transformers")
+    raise ValueError(f"grpo.backend: unknown backend {name!r} (transformers, vllm)")
+
+
+@torch.no_grad()
+def generate(model: Any, tok: Any, renderer: Renderer, r: Rendered, n: int, max_new_tokens: int,
+             temperature: float, top_p: float, device: torch.device) -> Rollout:
+    ids = torch.tensor([tok(r.prompt, add_special_tokens=False)["input_ids"]], device=device)
+    pv, thw = renderer.pixels(r.image)
+    pv, thw = pv.to(device), thw.to(device)
+    image_id = model.config.image_token_id
+    out = model.generate(
+        input_ids=ids, attention_mask=torch.ones_like(ids), mm_token_type_ids=(ids == image_id).long(),
+        pixel_values=pv, image_grid_thw=thw, do_sample=True, temperature=temperature, top_p=top_p,
+        num_return_sequences=n, max_new_tokens=max_new_tokens, pad_token_id=tok.pad_token_id,
+        eos_token_id=tok.convert_tokens_to_ids("<|im_end|>"),
+    )
+    p = ids.shape[1]
+    comp = out[:, p:]
+    eos = tok.convert_tokens_to_ids("<|im_end|>")
+    # Keep tokens up to and including the first end token; later positions are padding.
+    is_end = (comp == eos).int()
+    after_end = (torch.cumsum(is_end, dim=1) - is_end) > 0
+    cmask = (~after_end).long()
+    comp = torch.where(cmask.bool(), comp, torch.full_like(comp, tok.pad_token_id))
+    texts = tok.batch_decode(comp * cmask + (1 - cmask) * tok.pad_token_id, skip_special_tokens=True)
+    full = torch.cat([ids.expand(comp.shape[0], -1), comp], dim=1)
+    attn = torch.cat([torch.ones(comp.shape[0], p, dtype=torch.long, device=device), cmask], dim=1)
+    return Rollout(r, full, attn, cmask, p, pv.repeat(n, 1), thw.repeat(n, 1), texts)
+
+
+def token_logps(model: Any, ro: Rollout, image_token_id: int) -> torch.Tensor:
+    """log π(token) for every completion position, [n, T] (gradients flow when the caller allows them)."""
+    logits = model(
+        input_ids=ro.input_ids, attention_mask=ro.attention_mask,
+        mm_token_type_ids=(ro.input_ids == image_token_id).long(),
+        pixel_values=ro.pixel_values, image_grid_thw=ro.image_grid_thw,
+    ).logits
+    logits = logits[:, ro.prompt_len - 1 : -1].float()
+    targets = ro.input_ids[:, ro.prompt_len :]
+    return torch.log_softmax(logits, dim=-1).gather(-1, targets.unsqueeze(-1)).squeeze(-1)
