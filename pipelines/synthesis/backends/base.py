@@ -1,0 +1,79 @@
+"""The one interface every synthesis backend implements, and what a call returns.
+
+A backend turns a batch of ``Call``s into raw text, one result per call, in order. It never parses or
+validates: that is ``parse``'s job, identical for every backend, so a rule-based answer and a VLM's answer
+are judged by the same rules. A call that could not be answered is a ``Failure`` with a short reason (it
+becomes a reject), while a backend that cannot work at all (server down, model directory missing) raises
+``BackendUnavailable`` before the run starts, with a message that says what to fix.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pipelines.synthesis.calls import Call, render_data
+from pipelines.synthesis.prompts import PromptSet
+
+
+class BackendUnavailable(RuntimeError):
+    """The backend cannot serve any call (unreachable server, missing model)."""
+
+
+@dataclass
+class Completion:
+    text: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached: bool = False
+
+
+@dataclass
+class Failure:
+    reason: str  # short countable code: timeout, server_error, unreachable, generation_error
+    detail: str = ""
+
+
+Result = Completion | Failure
+
+
+class Backend(ABC):
+    """``name`` and ``model`` go into the cache key and every record's lineage."""
+
+    name: str = "base"
+
+    def __init__(self, prompts: PromptSet, model: str):
+        self.prompts = prompts
+        self.model = model
+
+    @property
+    def prompt_version(self) -> str:
+        return self.prompts.version
+
+    @property
+    def model_id(self) -> str:
+        return f"{self.name}:{self.model}"
+
+    def check(self) -> None:  # noqa: B027 - optional hook
+        """Raise ``BackendUnavailable`` if the backend cannot work (called once before a run)."""
+
+    @abstractmethod
+    def run(self, calls: Sequence[Call]) -> list[Result]:
+        """One result per call, in order."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release servers' connections or model memory."""
+
+
+def user_text(prompts: PromptSet, call: Call) -> str:
+    """The user-turn text of a call for a model backend: the versioned template with the data quoted."""
+    template = prompts.step if call.kind == "step" else prompts.task
+    data: Any = call.payload
+    return prompts.render(
+        template,
+        data=render_data(data),
+        language_name=prompts.language_name(call.payload.get("language", "en")),
+        app_id=str(call.payload.get("app_id", "")).replace("<", "").replace(">", ""),
+    )

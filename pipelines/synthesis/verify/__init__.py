@@ -1,0 +1,1 @@
+"""Checks a synthesized trajectory must pass: reasoning consistency, accepted-action sets, replay."""

@@ -1,0 +1,181 @@
+"""A hand-built notes-app graph (the shape the crawler writes) and the tests of loading it from disk.
+
+Other synthesis tests import ``notes_graph`` / ``write_graph`` from here: the graph is small enough to
+hand-check every path, task and accepted-action set.
+
+States: login → (type user, type password, tap "Log in") → notes; notes → "New note" → form;
+form → (type title, tap "Save") → note; notes → "Settings" (header link) or "Preferences" (footer link,
+same target state: an accepted alternative) → settings; note → back → notes.
+"""
+
+from __future__ import annotations
+
+import io
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pyarrow.parquet as pq
+from PIL import Image, ImageDraw
+
+from pipelines.synthesis.graph_input import build_graph, load_graphs
+from schemas import Action, BBox, BlobStore, DeviceProfile, Element, Observation, Transition
+from schemas.base import stable_id
+from schemas.recordio import write_jsonl, write_parquet
+
+W, H = 400, 300
+T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+
+# state -> (location, heading, [(element id, role, text, box)])
+SCREENS: dict[str, tuple[str, str, list[tuple[str, str, str, tuple[int, int, int, int]]]]] = {
+    "login": ("/login", "Sign in", [
+        ("user", "textbox", "Username", (20, 60, 380, 90)),
+        ("pass", "textbox", "Password", (20, 100, 380, 130)),
+        ("login-btn", "button", "Log in", (20, 150, 120, 180)),
+    ]),
+    "notes": ("/notes", "Your notes", [
+        ("new", "button", "New note", (20, 60, 140, 90)),
+        ("settings-link", "link", "Settings", (300, 10, 380, 40)),
+        ("prefs-link", "link", "Preferences", (20, 260, 140, 290)),
+        ("note-1", "link", "Groceries", (20, 110, 380, 140)),
+    ]),
+    "form": ("/notes/new", "New note", [
+        ("title", "textbox", "Title", (20, 60, 380, 90)),
+        ("save", "button", "Save", (20, 150, 120, 180)),
+    ]),
+    "note": ("/notes/2", "Weekend plans", [("edit", "button", "Edit", (20, 60, 120, 90))]),
+    "settings": ("/settings", "Settings", [("theme", "combobox", "Theme", (20, 60, 380, 90))]),
+}
+
+
+def screenshot(heading: str, elements: list[tuple[str, str, str, tuple[int, int, int, int]]]) -> bytes:
+    img = Image.new("RGB", (W, H), (250, 250, 250))
+    d = ImageDraw.Draw(img)
+    d.text((10, 15), heading, fill=(0, 0, 0))
+    for _, _, text, box in elements:
+        d.rectangle(box, outline=(40, 40, 40), fill=(220, 230, 245))
+        d.text((box[0] + 5, box[1] + 8), text, fill=(0, 0, 0))
+    buf = io.BytesIO()
+    img.save(buf, format="PNG")
+    return buf.getvalue()
+
+
+def make_observation(state: str, store: BlobStore | None, extra: list[Element] | None = None,
+                     variant: str = "") -> Observation:
+    location, heading, els = SCREENS[state]
+    png = screenshot(heading + variant, els)
+    sha = store.put(png) if store is not None else __import__("hashlib").sha256(png).hexdigest()
+    elements = [Element(id=f"{state}-h1", role="heading", text=heading, bbox=BBox(x1=10, y1=10, x2=200, y2=40))]
+    for eid, role, text, (x1, y1, x2, y2) in els:
+        elements.append(Element(id=eid, role=role, text=text, bbox=BBox(x1=x1, y1=y1, x2=x2, y2=y2),
+                                clickable=True, editable=role == "textbox"))
+    elements += extra or []
+    return Observation(
+        id=stable_id("obs", state, variant), screenshot_sha256=sha, width=W, height=H,
+        device=DeviceProfile(name="phone", width=W, height=H), platform="web", app_id="notes",
+        app_version="1.0", location=f"http://127.0.0.1:8000{location}", elements=elements,
+        exact_hash=stable_id("exact", state, variant), structural_hash=stable_id("struct", state),
+        timestamp=T0,
+    )
+
+
+def _box(state: str, eid: str) -> BBox:
+    x1, y1, x2, y2 = next(b for e, _, _, b in SCREENS[state][2] if e == eid)
+    return BBox(x1=x1, y1=y1, x2=x2, y2=y2)
+
+
+def click(state: str, eid: str) -> Action:
+    b = _box(state, eid)
+    x, y = b.center
+    return Action(type="click", x=x, y=y, image_width=W, image_height=H, target_element_id=eid, target_bbox=b)
+
+
+def type_into(state: str, eid: str, text: str) -> Action:
+    b = _box(state, eid)
+    x, y = b.center
+    return Action(type="type", text=text, x=x, y=y, image_width=W, image_height=H, target_element_id=eid,
+                  target_bbox=b)
+
+
+EDGES: list[tuple[str, str, str, Action]] = [
+    ("e01", "login", "login", type_into("login", "user", "demo")),
+    ("e02", "login", "login", type_into("login", "pass", "demo123")),
+    ("e03", "login", "notes", click("login", "login-btn")),
+    ("e04", "notes", "form", click("notes", "new")),
+    ("e05", "notes", "settings", click("notes", "settings-link")),
+    ("e06", "notes", "settings", click("notes", "prefs-link")),
+    ("e07", "form", "form", type_into("form", "title", "Weekend plans")),
+    ("e08", "form", "note", click("form", "save")),
+    ("e09", "note", "notes", Action(type="navigate_back")),
+    ("e10", "settings", "settings", click("settings", "theme")),  # ineffective
+]
+
+
+def notes_records(store: BlobStore | None = None, extra: dict[str, list[Element]] | None = None,
+                  run_id: str = "run-1") -> tuple[list[Observation], list[Transition]]:
+    """Observations and transitions of the toy app; ``extra`` adds elements to a state's screen."""
+    obs = {s: make_observation(s, store, (extra or {}).get(s)) for s in SCREENS}
+    transitions = []
+    for i, (tid, src, dst, action) in enumerate(EDGES):
+        transitions.append(Transition(
+            id=tid, run_id=run_id, app_id="notes", from_state=src, to_state=dst,
+            from_observation_id=obs[src].id, to_observation_id=obs[dst].id, action=action,
+            effective=tid != "e10", timestamp=T0 + timedelta(seconds=i),
+        ))
+    return list(obs.values()), transitions
+
+
+def notes_graph(store: BlobStore | None = None, extra: dict[str, list[Element]] | None = None):
+    observations, transitions = notes_records(store, extra)
+    return build_graph("notes", observations, transitions)
+
+
+def write_graph(root: Path, extra: dict[str, list[Element]] | None = None) -> Path:
+    """Write the toy graph as the crawler would: Parquet nodes and edges plus a blob store."""
+    store = BlobStore(root / "blobs")
+    observations, transitions = notes_records(store, extra)
+    write_parquet(observations, root / "notes" / "observations.parquet", "observation")
+    write_parquet(transitions, root / "notes" / "transitions.parquet", "transition")
+    return root
+
+
+# --- tests of graph_input ---------------------------------------------------------------------------------
+
+
+def test_load_graph_from_parquet_classifies_files_by_kind(tmp_path: Path) -> None:
+    write_graph(tmp_path)
+    loaded = load_graphs(tmp_path)
+    assert list(loaded.graphs) == ["notes"]
+    g = loaded.graphs["notes"]
+    assert g.entry == "login"
+    assert set(g.states) == set(SCREENS)
+    assert [e.id for e in g.out["notes"]] == ["e04", "e05", "e06"]
+    assert [e.id for e in g.loops["login"]] == ["e01", "e02"]
+    assert "settings" not in g.loops  # the ineffective edge is not walkable
+    assert loaded.blob_root == tmp_path / "blobs"
+    assert g.crawl_run == "run-1"
+    assert loaded.rejects == []
+
+
+def test_bad_records_and_dangling_edges_become_rejects(tmp_path: Path) -> None:
+    write_graph(tmp_path)
+    observations, transitions = notes_records()
+    dangling = transitions[3].model_copy(update={"id": "e99", "to_observation_id": "nowhere"})
+    write_jsonl([dangling], tmp_path / "extra" / "more.jsonl")
+    with (tmp_path / "extra" / "more.jsonl").open("a") as f:
+        f.write('{"id": "broken", "from_state": "x"}\n')
+    loaded = load_graphs(tmp_path)
+    reasons = sorted(r.reason for r in loaded.rejects)
+    assert reasons == ["invalid_graph_record", "missing_observation"]
+    bad = next(r for r in loaded.rejects if r.reason == "invalid_graph_record")
+    assert "broken" in bad.record_id and "run_id" in bad.detail
+    assert "e99" not in {t.id for t in loaded.graphs["notes"].transitions}
+    assert len(loaded.graphs["notes"].transitions) == len(EDGES)
+
+
+def test_trajectory_files_in_the_graph_dir_are_not_read_as_graph(tmp_path: Path) -> None:
+    write_graph(tmp_path)
+    from tests.factories import trajectory
+
+    write_parquet([trajectory()], tmp_path / "trajectories.parquet", "trajectory")
+    assert pq.read_schema(tmp_path / "trajectories.parquet").metadata
+    assert load_graphs(tmp_path).rejects == []
