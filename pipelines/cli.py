@@ -23,6 +23,7 @@ COMMAND_MODULES = [
     "pipelines.commands.validate",
     "pipelines.commands.importing",
     "pipelines.commands.export",
+    "pipelines.commands.train",
 ]
 
 for _name in COMMAND_MODULES:

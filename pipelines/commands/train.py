@@ -1,0 +1,113 @@
+"""``trajforge train sft|grpo|make-tiny-model`` and ``trajforge eval``: training on curated shards.
+
+Heavy imports (torch, transformers) happen inside the commands so the rest of the CLI stays fast.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+CONFIG_HELP = "YAML run config (sections data / optim / run / grpo); omitted keys take their defaults."
+DATA_HELP = "Curated dataset directory (<dir>/data/*.parquet or <dir>/*.parquet) or one Parquet shard of samples."
+MODEL_HELP = "Local model directory (Qwen2-VL / Qwen2.5-VL / Qwen3-VL class); nothing is downloaded."
+GRPO_MODEL_HELP = MODEL_HELP + " Also the frozen KL reference."
+EVAL_DATA_HELP = "Held-out dataset directory or Parquet shard of samples."
+OUT_HELP = "Run directory: checkpoints/, metrics.jsonl, rejects.jsonl, final/ (the trained model)."
+
+
+def _overrides(cfg, max_steps: int | None, lr: float | None, progress: bool) -> None:  # type: ignore[no-untyped-def]
+    if max_steps is not None:
+        cfg.run.max_steps = max_steps
+    if lr is not None:
+        cfg.optim.lr = lr
+    cfg.run.progress = progress
+
+
+def _run(kind: str, config: Path | None, data: Path, model: Path, out: Path, resume: bool, max_steps: int | None,
+         lr: float | None, progress: bool) -> None:
+    from training.config import ConfigError, load_config
+
+    console = Console()
+    try:
+        cfg = load_config(config)
+    except ConfigError as exc:
+        console.print(f"[red]config error[/red] {config}: {exc}")
+        raise typer.Exit(2) from None
+    _overrides(cfg, max_steps, lr, progress)
+    from training.loop import train_grpo, train_sft
+
+    fn = train_sft if kind == "sft" else train_grpo
+    try:
+        summary = fn(cfg, data, model, out, resume=resume)
+    except (FileNotFoundError, ValueError, RuntimeError) as exc:
+        console.print(f"[red]{kind} failed:[/red] {exc}")
+        raise typer.Exit(1) from None
+    console.print_json(json.dumps(summary))
+
+
+def register(app: typer.Typer) -> None:
+    train = typer.Typer(help="Train GUI agents on curated shards: action-aware SFT and KL-regularized GRPO.",
+                        no_args_is_help=True)
+    app.add_typer(train, name="train")
+
+    @train.command("sft")
+    def sft(
+        data: Path = typer.Option(..., "--data", exists=True, help=DATA_HELP),
+        model: Path = typer.Option(..., "--model", exists=True, file_okay=False, help=MODEL_HELP),
+        out: Path = typer.Option(Path("runs/sft"), "--out", help=OUT_HELP),
+        config: Path | None = typer.Option(None, "--config", exists=True, dir_okay=False, help=CONFIG_HELP),
+        resume: bool = typer.Option(True, "--resume/--no-resume", help="Continue from the newest checkpoint in --out."),
+        max_steps: int | None = typer.Option(None, "--max-steps", help="Override run.max_steps."),
+        lr: float | None = typer.Option(None, "--lr", help="Override optim.lr."),
+        progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar."),
+    ) -> None:
+        """Action-aware SFT (reasoning + direct-action mix, answer/coordinate tokens up-weighted)."""
+        _run("sft", config, data, model, out, resume, max_steps, lr, progress)
+
+    @train.command("grpo")
+    def grpo(
+        data: Path = typer.Option(..., "--data", exists=True, help=DATA_HELP),
+        model: Path = typer.Option(..., "--model", exists=True, file_okay=False, help=GRPO_MODEL_HELP),
+        out: Path = typer.Option(Path("runs/grpo"), "--out", help=OUT_HELP),
+        config: Path | None = typer.Option(None, "--config", exists=True, dir_okay=False, help=CONFIG_HELP),
+        resume: bool = typer.Option(True, "--resume/--no-resume", help="Continue from the newest checkpoint in --out."),
+        max_steps: int | None = typer.Option(None, "--max-steps", help="Override run.max_steps."),
+        lr: float | None = typer.Option(None, "--lr", help="Override optim.lr."),
+        progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar."),
+    ) -> None:
+        """KL-regularized GRPO with success-adaptive negative gradient scaling and a success-band curriculum."""
+        _run("grpo", config, data, model, out, resume, max_steps, lr, progress)
+
+    @train.command("make-tiny-model")
+    def make_tiny(
+        out: Path = typer.Option(..., "--out", help="Directory to write the tiny model into."),
+        max_pixels: int = typer.Option(112 * 112, "--max-pixels", help="Image processor's max_pixels."),
+        seed: int = typer.Option(0, "--seed", help="Weight initialization seed."),
+    ) -> None:
+        """Build a tiny Qwen2-VL-class model directory offline (for tests, benchmarks and the demo)."""
+        from training.tiny import make_tiny_model
+
+        path = make_tiny_model(out, max_pixels=max_pixels, seed=seed)
+        Console().print(f"tiny model written to {path}")
+
+    @app.command("eval")
+    def evaluate_cmd(
+        data: Path = typer.Option(..., "--data", exists=True, help=EVAL_DATA_HELP),
+        model: Path = typer.Option(..., "--model", exists=True, file_okay=False, help=MODEL_HELP),
+        out: Path | None = typer.Option(None, "--out", help="Write eval.json and eval_steps.jsonl here."),
+        config: Path | None = typer.Option(None, "--config", exists=True, dir_okay=False, help=CONFIG_HELP),
+        limit: int | None = typer.Option(None, "--limit", help="Evaluate at most this many steps."),
+        max_new_tokens: int = typer.Option(128, "--max-new-tokens", help="Generation budget per step."),
+        progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar."),
+    ) -> None:
+        """Offline step accuracy (type accuracy, grounding accuracy, step success) on a held-out shard."""
+        from training.config import load_config
+        from training.evaluate import evaluate
+
+        cfg = load_config(config)
+        report = evaluate(model, data, cfg.data, limit, max_new_tokens, out, progress)
+        Console().print_json(json.dumps(report))
