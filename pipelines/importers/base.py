@@ -75,7 +75,7 @@ class ImportContext:
         return ImportContext(self.fmt, self.blobs, [*self.image_dirs, *extra], self.options)
 
     def lineage(self, *source_ids: str) -> Lineage:
-        return Lineage(source=f"import:{self.fmt}", source_ids=[s for s in source_ids if s])
+        return Lineage(source=f"import:{self.fmt}", source_ids=list(dict.fromkeys(s for s in source_ids if s)))
 
     def traj_id(self, key: str) -> str:
         """Deterministic trajectory id, so a rerun of the same import produces the same ids."""

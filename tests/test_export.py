@@ -1,0 +1,126 @@
+"""Exporters: round trips through the importers where the formats allow, rejects for missing screenshots."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from typer.testing import CliRunner
+
+from pipelines.cli import app
+from pipelines.exporters.runner import run_export
+from pipelines.importers.runner import run_import
+from schemas import BlobStore, Trajectory
+from schemas.recordio import iter_records, write_parquet
+from tests import factories
+from tests.fixtures.importers.build import materialize
+
+
+@pytest.fixture
+def shard(tmp_path: Path) -> tuple[Path, list[Trajectory]]:
+    """Two crawled-style trajectories in a Parquet shard with their screenshots in a real blob store."""
+    store = BlobStore(tmp_path / "data" / "blobs")
+    trajs = [factories.trajectory(store, n_steps=3, seed=1), factories.trajectory(store, n_steps=2, seed=2)]
+    path = tmp_path / "data" / "trajectories" / "part-00000.parquet"
+    write_parquet(trajs, path, "trajectory")
+    return tmp_path / "data", trajs
+
+
+def imported(out: Path, fmt: str) -> list[Trajectory]:
+    return [p.record for f in sorted((out / "trajectories").glob(f"{fmt}-*.parquet")) for p in iter_records(f)]
+
+
+def lines(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def assert_same_steps(orig: Trajectory, back: Trajectory, tol: float, reasoning: bool = True) -> None:
+    assert back.task.instruction == orig.task.instruction
+    assert len(back.steps) == len(orig.steps)
+    for a, b in zip(orig.steps, back.steps, strict=True):
+        assert b.observation.screenshot_sha256 == a.observation.screenshot_sha256
+        assert b.action.type == a.action.type and b.action.text == a.action.text
+        assert b.action.x == pytest.approx(a.action.x, abs=tol) and b.action.y == pytest.approx(a.action.y, abs=tol)
+        assert b.instruction == a.instruction
+        if reasoning:
+            assert b.reasoning == a.reasoning
+
+
+def test_plain_jsonl_round_trip_is_exact(shard, tmp_path: Path) -> None:
+    src, trajs = shard
+    exp = tmp_path / "exp"
+    summary = run_export("jsonl", src, exp)
+    assert summary.trajectories == 2 and summary.samples == 5 and summary.images == 5
+    rows = lines(exp / "jsonl.jsonl")
+    assert all((exp / r["image"]).is_file() for r in rows)
+    assert rows[0]["point"] == [140, 140] and rows[0]["bbox"] == [40, 100, 240, 180]
+    back = imported_one(exp / "jsonl.jsonl", "jsonl", tmp_path)
+    for orig, got in zip(trajs, back, strict=True):
+        assert_same_steps(orig, got, tol=0)
+        assert got.steps[0].action.target_bbox == orig.steps[0].action.target_bbox
+        assert got.app_id == orig.app_id and got.platform == orig.platform
+        assert got.lineage.source == "import:jsonl" and got.lineage.source_ids == [orig.id]
+
+
+def imported_one(path: Path, fmt: str, tmp_path: Path) -> list[Trajectory]:
+    out = tmp_path / f"re-{fmt}"
+    s = run_import(fmt, [path], out)
+    assert not s.rejected, dict(s.rejected)
+    return imported(out, fmt)
+
+
+def test_guilibra_sft_round_trip_merges_reasoning_and_direct_variants(shard, tmp_path: Path) -> None:
+    src, trajs = shard
+    exp = tmp_path / "exp"
+    summary = run_export("guilibra-sft", src, exp)
+    rows = lines(exp / "guilibra-sft.jsonl")
+    assert summary.samples == 10 and {r["id"].rsplit(":", 1)[1] for r in rows} == {"reason", "direct"}
+    back = imported_one(exp / "guilibra-sft.jsonl", "guilibra", tmp_path)
+    for orig, got in zip(trajs, back, strict=True):
+        # 0–1000 grid: a pixel survives to within size/2000 pixels
+        assert_same_steps(orig, got, tol=1280 / 2000 + 1e-9)
+        assert [s.action.point_norm for s in got.steps] == [s.action.point_norm for s in orig.steps]
+
+
+def test_aguvis_round_trip(shard, tmp_path: Path) -> None:
+    src, trajs = shard
+    exp = tmp_path / "exp"
+    run_export("aguvis", src, exp)
+    rows = lines(exp / "aguvis.jsonl")
+    assert rows[0]["conversations"][-1] == {"from": "gpt", "value": "pyautogui.click(x=0.1094, y=0.1944)",
+                                            "recipient": "os", "end_turn": True}
+    back = imported_one(exp / "aguvis.jsonl", "aguvis", tmp_path)
+    for orig, got in zip(trajs, back, strict=True):
+        assert_same_steps(orig, got, tol=1280 * 0.00005 + 1e-6)
+
+
+def test_guilibra_rl_from_imported_aitw_keeps_x_y_order(tmp_path: Path) -> None:
+    src = materialize("aitw", tmp_path)
+    out = tmp_path / "imp"
+    run_import("aitw", [src / "steps.jsonl"], out)
+    exp = tmp_path / "exp"
+    result = CliRunner().invoke(app, ["export", "guilibra-rl", "--in", str(out), "--out", str(exp)])
+    assert result.exit_code == 0, result.output
+    rows = lines(exp / "guilibra-rl.jsonl")
+    tap = next(r for r in rows if r["gt_action"] == "click")
+    assert tap["gt_point_2d"] == [250, 500]  # AITW touch (y=0.5, x=0.25)
+    x1, y1, x2, y2 = tap["gt_bbox"]
+    assert x1 <= 250 <= x2 and y1 <= 500 <= y2
+    assert next(r for r in rows if r["gt_action"] == "write")["gt_input_text"] == "hello world"
+
+
+def test_missing_screenshot_rejects_only_that_trajectory(shard, tmp_path: Path) -> None:
+    src, trajs = shard
+    store = BlobStore(src / "blobs")
+    store.delete(trajs[1].steps[0].observation.screenshot_sha256)
+    exp = tmp_path / "exp"
+    result = CliRunner().invoke(app, ["export", "jsonl", "--in", str(src), "--out", str(exp), "--json"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.output[result.output.index("{"):])
+    assert summary["trajectories"] == 1 and summary["rejected"] == {"blob_missing": 1}
+    assert {r["episode_id"] for r in lines(exp / "jsonl.jsonl")} == {trajs[0].id}
+    rejects = pq.read_table(exp / "rejects.parquet").to_pylist()
+    assert [(r["record_id"], r["stage"], r["reason"]) for r in rejects] == [(trajs[1].id, "export:jsonl",
+                                                                             "blob_missing")]
