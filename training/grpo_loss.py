@@ -75,7 +75,8 @@ def grpo_loss(
     denom = mask.sum().clamp(min=1.0)
     loss = (total * mask).sum() / denom
     with torch.no_grad():
-        was_clipped = ((ratio * adv) != (clipped * adv)).float()
+        # The clip is active (the gradient is cut) when A > 0 and r > 1 + ε, or A < 0 and r < 1 − ε.
+        was_clipped = (((ratio > 1 + clip_eps) & (adv > 0)) | ((ratio < 1 - clip_eps) & (adv < 0))).float()
         stats = LossStats(
             policy=float((per_token * mask).sum() / denom),
             kl=float((kl * mask).sum() / denom),
