@@ -24,6 +24,8 @@ COMMAND_MODULES = [
     "pipelines.commands.importing",
     "pipelines.commands.export",
     "pipelines.commands.train",
+    "pipelines.commands.synth",
+    "pipelines.commands.review",
 ]
 
 for _name in COMMAND_MODULES:

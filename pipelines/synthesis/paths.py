@@ -8,9 +8,9 @@ Three samplers, because each covers what the others miss:
 - bounded **random walks** (seeded, cycle-free), for diverse, less canonical routes.
 
 Every path gets the form-filling self-loops (typing into fields) put back in front of each commit, so the
-task is complete and replayable. Length and diversity controls: paths shorter than ``min_len`` or longer than ``max_len`` are dropped, duplicate
-edge sequences are merged (first sampler wins), and at most ``max_per_end_state`` paths may end in the same
-state so one hub screen cannot dominate a dataset.
+task is complete and replayable. Length and diversity controls: paths shorter than ``min_len`` or longer
+than ``max_len`` are dropped, duplicate edge sequences are merged (first sampler wins), and at most
+``max_per_end_state`` paths may end in the same state so one hub screen cannot dominate a dataset.
 """
 
 from __future__ import annotations

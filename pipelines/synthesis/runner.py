@@ -28,7 +28,7 @@ from pipelines.synthesis.parse import StepText, SynthParseError, parse_step, par
 from pipelines.synthesis.paths import GraphPath, PathConfig, sample_paths
 from pipelines.synthesis.verify.accepted import accepted_actions
 from pipelines.synthesis.verify.consistency import check_reasoning
-from schemas import Lineage, Reject, Step, Task, Trajectory, Transition, Verification
+from schemas import BlobStore, Lineage, Reject, Step, Task, Trajectory, Transition, Verification
 from schemas.base import stable_id
 from schemas.recordio import write_parquet
 
@@ -205,6 +205,11 @@ def run_synthesis(graph_dir: str | Path, out_dir: str | Path, backend: Backend, 
     loaded = load_graphs(graph_dir)
     if not loaded.graphs:
         raise ValueError(f"{graph_dir}: no transitions found (is this a graph directory written by the crawler?)")
+    if backend.needs_images:
+        if loaded.blob_root is None:
+            raise ValueError(f"{graph_dir}: no blob store (blobs/) with screenshots, which the "
+                             f"{backend.name} backend needs")
+        backend.image_source = BlobStore(loaded.blob_root).get
     cache = CallCache(cache_dir if cache_dir is not None else out / "cache")
     tick = progress("calls", 0) if progress else None
     executor = CallExecutor(backend, cache, usage, config.batch_size, tick)

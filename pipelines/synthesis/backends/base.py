@@ -10,7 +10,7 @@ becomes a reject), while a backend that cannot work at all (server down, model d
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,9 +44,12 @@ class Backend(ABC):
 
     name: str = "base"
 
+    needs_images = False  # model backends read screenshots; the runner attaches the blob store's reader
+
     def __init__(self, prompts: PromptSet, model: str):
         self.prompts = prompts
         self.model = model
+        self.image_source: Callable[[str], bytes] | None = None
 
     @property
     def prompt_version(self) -> str:
@@ -65,6 +68,19 @@ class Backend(ABC):
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release servers' connections or model memory."""
+
+
+def load_images(backend: Backend, call: Call) -> list[bytes] | Failure:
+    """The call's screenshots as PNG bytes, or a ``Failure`` naming the first one that cannot be read."""
+    if backend.image_source is None:
+        return Failure("missing_screenshot", "no blob store attached (the graph directory has no blobs/)")
+    out = []
+    for sha in call.images:
+        try:
+            out.append(backend.image_source(sha))
+        except Exception as exc:  # BlobNotFound, BlobCorrupt, an unreachable object store
+            return Failure("missing_screenshot", f"screenshot {sha}: {type(exc).__name__}: {exc}")
+    return out
 
 
 def user_text(prompts: PromptSet, call: Call) -> str:

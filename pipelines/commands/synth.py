@@ -1,0 +1,112 @@
+"""``trajforge synth``: synthesize (task, trajectory) records from crawled state-transition graphs."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+BACKENDS = ("offline", "openai", "transformers")
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("synth")
+    def synth(
+        graph: Path = typer.Option(..., "--graph", exists=True, file_okay=False,
+                                   help="Graph directory written by the crawler (Parquet nodes/edges + blobs/)."),
+        out: Path = typer.Option(..., "--out", file_okay=False,
+                                 help="Output directory: trajectories.parquet, rejects.parquet, summary.json."),
+        backend: str = typer.Option("offline", help=f"Synthesizer: {' | '.join(BACKENDS)}."),
+        model: str | None = typer.Option(None, help="Model name (openai) or local model directory (transformers)."),
+        base_url: str = typer.Option(os.environ.get("TRAJFORGE_OPENAI_BASE_URL", "http://127.0.0.1:8000/v1"),
+                                     help="OpenAI-compatible server URL (e.g. `vllm serve`), openai backend."),
+        api_key_env: str = typer.Option("OPENAI_API_KEY", help="Environment variable holding the API key."),
+        concurrency: int = typer.Option(4, min=1, help="Parallel requests to the server (openai backend)."),
+        timeout: float = typer.Option(60.0, min=0.1, help="Seconds per request (openai backend)."),
+        retries: int = typer.Option(3, min=0, help="Retries of a failed request, with exponential backoff."),
+        prompt_version: str = typer.Option("v1", help="Prompt set under pipelines/synthesis/prompts/."),
+        languages: str | None = typer.Option(None, help="Comma-separated output languages (default: en, plus zh "
+                                                        "for zh-locale crawls)."),
+        max_len: int = typer.Option(8, min=1, help="Longest path (steps) to synthesize."),
+        walks: int = typer.Option(20, min=0, help="Random walks per app, in addition to shortest and goal paths."),
+        max_per_end_state: int = typer.Option(3, min=1, help="Paths allowed to end in the same state."),
+        seed: int = typer.Option(0, help="Seed of the random walks."),
+        cache_dir: Path | None = typer.Option(None, help="Call cache directory (default: OUT/cache)."),
+        recovery: bool = typer.Option(False, help="Also build recovery trajectories (wrong action, reflect, back)."),
+        price_in: float = typer.Option(0.0, help="Cost per million prompt tokens, for the summary."),
+        price_out: float = typer.Option(0.0, help="Cost per million completion tokens, for the summary."),
+        replay_url: str | None = typer.Option(None, help="WebDriver endpoint (chromedriver/Appium) to replay every "
+                                                         "task on; omit to skip replay verification."),
+        replay_kind: str = typer.Option("chromedriver", help="Endpoint kind for --replay-url."),
+    ) -> None:
+        """Sample paths from each app's graph and turn them into tasks, steps, reasoning and accepted actions."""
+        from pipelines.synthesis.accounting import Usage
+        from pipelines.synthesis.backends.base import BackendUnavailable
+        from pipelines.synthesis.factory import make_backend
+        from pipelines.synthesis.paths import PathConfig
+        from pipelines.synthesis.runner import SynthConfig, run_synthesis
+
+        if backend not in BACKENDS:
+            raise typer.BadParameter(f"unknown backend {backend!r}; choose from {', '.join(BACKENDS)}")
+        console = Console()
+        try:
+            impl = make_backend(backend, model=model, base_url=base_url, api_key=os.environ.get(api_key_env),
+                                concurrency=concurrency, timeout_s=timeout, retries=retries,
+                                prompt_version=prompt_version)
+        except (ValueError, FileNotFoundError) as exc:
+            console.print(f"[red]error:[/red] {exc}")
+            raise typer.Exit(2) from None
+        config = SynthConfig(
+            paths=PathConfig(max_len=max_len, walks=walks, max_per_end_state=max_per_end_state, seed=seed),
+            languages=[lang.strip() for lang in languages.split(",")] if languages else None,
+        )
+        usage = Usage(price_in_per_mtok=price_in, price_out_per_mtok=price_out)
+        replay = None
+        if replay_url:
+            from pipelines.synthesis.verify.replay import ExplorerReplayer
+
+            replay = ExplorerReplayer(replay_url, replay_kind, progress_console=console)
+        extra = None
+        if recovery:
+            from pipelines.synthesis.recovery import recovery_trajectories
+
+            def extra(g):  # type: ignore[no-untyped-def]
+                return recovery_trajectories(g, impl)
+
+        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                      console=console, transient=True) as bar:
+
+            def progress(name: str, total: int):  # type: ignore[no-untyped-def]
+                task = bar.add_task(f"synthesizing ({backend})", total=None)
+                return lambda n: bar.advance(task, n)
+
+            try:
+                report = run_synthesis(graph, out, impl, config, cache_dir=cache_dir, usage=usage, replay=replay,
+                                       extra=extra, progress=progress)
+            except BackendUnavailable as exc:
+                console.print(f"[red]error:[/red] {exc}")
+                raise typer.Exit(2) from None
+            except (ValueError, FileNotFoundError) as exc:
+                console.print(f"[red]error:[/red] {exc}")
+                raise typer.Exit(2) from None
+            finally:
+                impl.close()
+        s = report.summary
+        table = Table("app", "tasks", "replayed", "failed", "executability", title="Synthesis")
+        for app_id, a in s["apps"].items():
+            ex = "-" if a["executability"] is None else f"{a['executability']:.2f}"
+            table.add_row(app_id, str(a["tasks"]), str(a["replayed"]), str(a["replay_failed"]), ex)
+        console.print(table)
+        console.print(f"paths {s['paths']}, tasks {s['tasks']} {s['languages']}, rejects {s['rejects']}")
+        for reason, n in s["rejects_by_reason"].items():
+            console.print(f"  reject {reason}: {n}")
+        u = s["usage"]
+        console.print(f"calls {u['calls']} (cache hits {u['cache_hits']}, failures {u['failures']}), tokens "
+                      f"{u['prompt_tokens']}+{u['completion_tokens']}, cost {u['cost']:.4f}")
+        console.print(f"wrote {out / 'trajectories.parquet'}, {out / 'rejects.parquet'}, {out / 'summary.json'}")
+        console.print(json.dumps({"tasks": s["tasks"], "rejects": s["rejects"]}))

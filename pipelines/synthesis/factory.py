@@ -1,0 +1,34 @@
+"""Build a backend by name, importing heavy dependencies (httpx, torch/transformers) only when chosen."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pipelines.synthesis.backends.base import Backend
+from pipelines.synthesis.prompts import load_prompts
+
+
+def make_backend(name: str, *, model: str | None = None, base_url: str = "http://127.0.0.1:8000/v1",
+                 api_key: str | None = None, concurrency: int = 4, timeout_s: float = 60.0, retries: int = 3,
+                 prompt_version: str = "v1") -> Backend:
+    prompts = load_prompts(prompt_version)
+    if name == "offline":
+        from pipelines.synthesis.backends.offline import OfflineBackend
+
+        return OfflineBackend(prompts)
+    if name == "openai":
+        from pipelines.synthesis.backends.openai_client import OpenAIBackend
+
+        if not model:
+            raise ValueError("--model is required for the openai backend (the served model name)")
+        return OpenAIBackend(prompts, model, base_url=base_url, api_key=api_key, concurrency=concurrency,
+                             timeout_s=timeout_s, retries=retries)
+    if name == "transformers":
+        from pipelines.synthesis.backends.transformers_vlm import TransformersBackend
+
+        if not model:
+            raise ValueError("--model is required for the transformers backend (a local model directory)")
+        if not Path(model).is_dir():
+            raise FileNotFoundError(f"--model {model}: no such model directory")
+        return TransformersBackend(prompts, model)
+    raise ValueError(f"unknown backend {name!r}")
