@@ -26,7 +26,6 @@ COMMAND_MODULES = [
     "pipelines.commands.train",
     "pipelines.commands.synth",
     "pipelines.commands.review",
-    "pipelines.commands.review",
 ]
 
 for _name in COMMAND_MODULES:
