@@ -158,7 +158,7 @@ def test_load_graph_from_parquet_classifies_files_by_kind(tmp_path: Path) -> Non
 
 def test_bad_records_and_dangling_edges_become_rejects(tmp_path: Path) -> None:
     write_graph(tmp_path)
-    observations, transitions = notes_records()
+    _observations, transitions = notes_records()
     dangling = transitions[3].model_copy(update={"id": "e99", "to_observation_id": "nowhere"})
     write_jsonl([dangling], tmp_path / "extra" / "more.jsonl")
     with (tmp_path / "extra" / "more.jsonl").open("a") as f:
