@@ -1,0 +1,250 @@
+"""State abstraction: when are two captures "the same screen"?
+
+Two hashes per capture. The **exact** hash covers the location and every element's role, identity, visible
+text (normalized), visibility and checked/enabled state; the **structural** hash only location pattern, roles
+and identities. Text is normalized (dates, times and numbers become placeholders, whitespace collapsed),
+repeated list rows are collapsed to one row template (a list of 6 notes and one of 7 are one screen), and
+the values typed into inputs are ignored (typing is not a new screen). Android system UI and keyboards never
+reach this module (the XML parser drops them).
+
+**Dynamic regions** are learned, not configured: when a capture comes back to the same URL with the same
+structure and an element's text differs from last time (a rotating banner, a counter the placeholders did
+not catch), that element key is masked from then on, for every screen of the app. A perceptual hash of the
+screenshot is kept as a secondary check that the pluggable ``Comparator`` may use.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Protocol
+from urllib.parse import parse_qsl, urlsplit
+
+from explorers.screen import Screen, Widget
+
+_DATE = re.compile(r"\b\d{4}[-/.]\d{1,2}[-/.]\d{1,2}\b|\b\d{1,2}[-/.]\d{1,2}[-/.]\d{2,4}\b"
+                   r"|\d{4}年\d{1,2}月\d{1,2}日")
+_TIME = re.compile(r"\b\d{1,2}:\d{2}(:\d{2})?(\s?[ap]\.?m\.?)?\b", re.IGNORECASE)
+_NUM = re.compile(r"\d+(?:[.,]\d+)*")
+_WS = re.compile(r"\s+")
+TEXT_LIMIT = 60
+REPEAT_MIN = 3  # a row template seen this many times is a list
+MAX_DYNAMIC_PER_VISIT = 3  # more changed elements than this between two visits is not "dynamic content"
+
+
+def normalize_text(text: str, limit: int = TEXT_LIMIT) -> str:
+    """Text with dates, times and numbers replaced by placeholders, whitespace collapsed, truncated."""
+    t = _DATE.sub("<date>", text)
+    t = _TIME.sub("<time>", t)
+    t = _NUM.sub("<n>", t)
+    return _WS.sub(" ", t).strip()[:limit]
+
+
+def normalize_location(location: str) -> str:
+    """URL path with numeric segments as placeholders plus sorted query *keys*; Android: package/activity."""
+    if "://" not in location:
+        return location
+    parts = urlsplit(location)
+    path = "/".join("<n>" if seg.isdigit() else seg for seg in parts.path.split("/"))
+    keys = sorted({k for k, _ in parse_qsl(parts.query, keep_blank_values=True)})
+    return f"{parts.netloc}{path}" + ("?" + "&".join(keys) if keys else "")
+
+
+_INDEX = re.compile(r"\[\d+\]")
+
+
+def row_template(w: Widget) -> str:
+    """The element's identity with list positions removed: every row of a list shares it."""
+    e = w.element
+    return f"{e.role}|{e.class_name}|{e.resource_id}|{_INDEX.sub('', e.path)}"
+
+
+def element_key(w: Widget) -> str:
+    """What the dynamic-region mask remembers: stable identity of an element across pages."""
+    e = w.element
+    return f"{e.role}|{e.resource_id}|{e.path}" if e.resource_id else f"{e.role}|{e.path}"
+
+
+@dataclass
+class Features:
+    """Everything the comparator needs from one capture, computed once."""
+
+    location: str
+    structure: list[str]
+    content: dict[str, str]  # element key -> normalized text/state (non-repeated elements only)
+    templates: list[str]  # collapsed row templates
+    structural_hash: str
+    phash: int | None = None
+    raw_location: str = ""
+
+
+def _digest(items: list[str]) -> str:
+    return hashlib.sha256("\x1e".join(items).encode("utf-8")).hexdigest()[:20]
+
+
+def features(screen: Screen, with_phash: bool = True) -> Features:
+    counts = Counter(row_template(w) for w in screen.widgets)
+    repeated = {t for t, n in counts.items() if n >= REPEAT_MIN}
+    structure: set[str] = set()
+    content: dict[str, str] = {}
+    for w in screen.widgets:
+        e = w.element
+        tmpl = row_template(w)
+        vis = "v" if e.visible else "h"
+        if tmpl in repeated:
+            structure.add(f"*{tmpl}|{vis}")
+            continue
+        structure.add(f"{e.role}|{e.class_name}|{e.resource_id}|{e.path}|{vis}")
+        text = "" if e.editable else normalize_text(e.text or e.content_desc)
+        state = f"{int(e.checked)}{int(e.enabled)}{vis}"
+        content[element_key(w)] = f"{text}|{state}"
+    loc = normalize_location(screen.location)
+    struct_items = [loc, *sorted(structure)]
+    return Features(
+        location=loc,
+        structure=struct_items,
+        content=content,
+        templates=sorted(repeated),
+        structural_hash=_digest(struct_items),
+        phash=perceptual_hash(screen.screenshot) if with_phash else None,
+        raw_location=screen.location,
+    )
+
+
+def exact_hash(f: Features, mask: set[str] | frozenset[str] = frozenset()) -> str:
+    items = [f.structural_hash, *(f"{k}={v}" for k, v in sorted(f.content.items()) if k not in mask)]
+    return _digest(items)
+
+
+def perceptual_hash(png: bytes) -> int | None:
+    """64-bit DCT perceptual hash of a screenshot; None when the bytes are not an image."""
+    try:
+        import imagehash
+        from PIL import Image
+
+        with Image.open(io.BytesIO(png)) as img:
+            img.draft("L", (256, 256))
+            return int(str(imagehash.phash(img.convert("L"))), 16)
+    except Exception:
+        return None
+
+
+def hamming(a: int, b: int) -> int:
+    return (a ^ b).bit_count()
+
+
+class Comparator(Protocol):
+    """Decides state identity. ``key`` must be equal for captures it considers the same state."""
+
+    def key(self, f: Features, mask: set[str]) -> str: ...
+    def same(self, a: Features, b: Features, mask: set[str]) -> bool: ...
+
+
+class ExactComparator:
+    """Same state = same masked exact hash; with ``max_phash_distance`` the screenshots must also look alike.
+
+    The perceptual check splits screens the DOM/XML cannot tell apart (a canvas, a theme drawn by CSS only);
+    leave it off (None) for apps whose images rotate.
+    """
+
+    def __init__(self, max_phash_distance: int | None = None):
+        self.max_phash_distance = max_phash_distance
+
+    def key(self, f: Features, mask: set[str]) -> str:
+        return exact_hash(f, mask)
+
+    def same(self, a: Features, b: Features, mask: set[str]) -> bool:
+        if self.key(a, mask) != self.key(b, mask):
+            return False
+        if self.max_phash_distance is None or a.phash is None or b.phash is None:
+            return True
+        return hamming(a.phash, b.phash) <= self.max_phash_distance
+
+
+class StructuralComparator(ExactComparator):
+    """Coarsest abstraction: any two captures with the same layout are one state (Fastbot-like)."""
+
+    def key(self, f: Features, mask: set[str]) -> str:
+        return f.structural_hash
+
+
+@dataclass
+class StateTable:
+    """Assigns state ids to captures, learns dynamic regions and merges states that the mask makes equal.
+
+    Ids are deterministic (``app`` + structural hash + masked exact hash at creation), so two crawls of the
+    same app name the same screen alike. A merge never rewrites history: the absorbed id is kept as an alias
+    of the surviving one (``canonical``), and the graph store persists aliases.
+    """
+
+    app_id: str
+    comparator: Comparator = field(default_factory=ExactComparator)
+    mask: set[str] = field(default_factory=set)
+    reps: dict[str, Features] = field(default_factory=dict)  # state id -> representative features
+    by_struct: dict[str, list[str]] = field(default_factory=dict)
+    last_at: dict[tuple[str, str], Features] = field(default_factory=dict)  # (structure, raw url) -> last
+    aliases: dict[str, str] = field(default_factory=dict)
+
+    def canonical(self, sid: str) -> str:
+        seen = set()
+        while sid in self.aliases and sid not in seen:
+            seen.add(sid)
+            sid = self.aliases[sid]
+        return sid
+
+    def learn(self, f: Features) -> set[str]:
+        """New dynamic keys from comparing ``f`` with the last capture of the same structure and URL."""
+        prev = self.last_at.get((f.structural_hash, f.raw_location))
+        self.last_at[(f.structural_hash, f.raw_location)] = f
+        if prev is None:
+            return set()
+        changed = {k for k, v in f.content.items() if k in prev.content and prev.content[k] != v}
+        # Only text changes are dynamic; a toggled checkbox (state suffix) is a real state change.
+        changed = {k for k in changed if prev.content[k].rsplit("|", 1)[1] == f.content[k].rsplit("|", 1)[1]}
+        # A clock, banner or counter is a few elements; a page whose text changed wholesale (language switch,
+        # another record) is a different screen, and learning it would mask everything.
+        if len(changed) > max(MAX_DYNAMIC_PER_VISIT, len(f.content) // 10):
+            return set()
+        new = changed - self.mask
+        self.mask |= new
+        return new
+
+    def assign(self, f: Features) -> tuple[str, list[tuple[str, str]]]:
+        """The state id of ``f`` and any merges (absorbed, survivor) the capture caused."""
+        merges: list[tuple[str, str]] = []
+        if self.learn(f):
+            merges = self._remerge()
+        for sid in self.by_struct.get(f.structural_hash, []):
+            if self.canonical(sid) == sid and self.comparator.same(self.reps[sid], f, self.mask):
+                return sid, merges
+        sid = "s" + hashlib.sha256(
+            f"{self.app_id}\x1f{f.structural_hash}\x1f{self.comparator.key(f, self.mask)}".encode()
+        ).hexdigest()[:15]
+        if sid in self.reps:  # same key as an absorbed state: reuse its survivor
+            return self.canonical(sid), merges
+        self.reps[sid] = f
+        self.by_struct.setdefault(f.structural_hash, []).append(sid)
+        return sid, merges
+
+    def _remerge(self) -> list[tuple[str, str]]:
+        merges = []
+        for ids in self.by_struct.values():
+            live = [s for s in ids if self.canonical(s) == s]
+            for i, a in enumerate(live):
+                if self.canonical(a) != a:
+                    continue
+                for b in live[i + 1:]:
+                    if self.canonical(b) == b and self.comparator.same(self.reps[a], self.reps[b], self.mask):
+                        self.aliases[b] = a
+                        merges.append((b, a))
+        return merges
+
+    def restore(self, sid: str, f: Features) -> None:
+        """Re-register a state loaded from the graph store (resume)."""
+        if sid not in self.reps:
+            self.reps[sid] = f
+            self.by_struct.setdefault(f.structural_hash, []).append(sid)
+        self.last_at[(f.structural_hash, f.raw_location)] = f

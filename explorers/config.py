@@ -1,0 +1,157 @@
+"""The crawl config (YAML): devices, apps with their login/setup scripts and deny-lists, the profile matrix,
+budgets and policy. Validated on load; errors name the key (``apps[0].login.steps[2].tap: ...``).
+
+Script steps are a small declarative list — ``open``, ``tap``, ``type`` (+ ``text``), ``select`` (+ ``value``),
+``key``, ``wait_for`` — with selectors that are CSS on the web and resource ids on Android (``text=…``
+matches visible text on both). ``{locale}``, ``{color_scheme}`` and ``{profile}`` in a step are replaced by
+the profile's values, so one setup script can switch an app's own language or theme setting per profile.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+STEP_VERBS = ("open", "tap", "type", "select", "key", "wait_for")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ScriptStep(_Strict):
+    open: str | None = None
+    tap: str | None = None
+    type: str | None = None
+    text: str | None = None
+    select: str | None = None
+    value: str | None = None
+    key: str | None = None
+    wait_for: str | None = None
+    timeout_s: float = Field(default=10.0, gt=0)
+
+    @model_validator(mode="after")
+    def _one_verb(self) -> ScriptStep:
+        verbs = [v for v in STEP_VERBS if getattr(self, v) is not None]
+        if len(verbs) != 1:
+            raise ValueError(f"a step needs exactly one of {', '.join(STEP_VERBS)}; got {verbs or 'none'}")
+        if self.type is not None and self.text is None:
+            raise ValueError("a type step needs text")
+        if self.select is not None and self.value is None:
+            raise ValueError("a select step needs value")
+        return self
+
+    @property
+    def verb(self) -> str:
+        return next(v for v in STEP_VERBS if getattr(self, v) is not None)
+
+    def filled(self, values: dict[str, str]) -> ScriptStep:
+        """A copy with ``{locale}``-style placeholders replaced."""
+        data = {k: (v.format_map(_Keep(values)) if isinstance(v, str) else v) for k, v in self.model_dump().items()}
+        return ScriptStep.model_validate(data)
+
+
+class _Keep(dict):
+    def __missing__(self, key: str) -> str:
+        return "{" + key + "}"
+
+
+class LoginConfig(_Strict):
+    when_present: str  # selector that is visible only when logged out (e.g. the username field)
+    steps: list[ScriptStep]
+
+
+class DenyConfig(_Strict):
+    labels: list[str] = Field(default_factory=list)
+    urls: list[str] = Field(default_factory=list)
+    resource_ids: list[str] = Field(default_factory=list)
+    replace_defaults: bool = False
+
+
+class AppConfig(_Strict):
+    id: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
+    platform: Literal["web", "android"] = "web"
+    entry: str = Field(min_length=1)  # URL (web) or package[/activity] (android)
+    version: str = ""
+    allowed_hosts: list[str] = Field(default_factory=list)  # default: the entry's host
+    packages: list[str] = Field(default_factory=list)  # android: packages that count as "in the app"
+    login: LoginConfig | None = None
+    setup: list[ScriptStep] = Field(default_factory=list)
+    deny: DenyConfig = Field(default_factory=DenyConfig)
+    form_values: dict[str, str] = Field(default_factory=dict)
+
+
+class DeviceConfig(_Strict):
+    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
+    url: str = Field(min_length=1)
+    kind: Literal["chromedriver", "appium-chromium", "appium-android", "grid"] = "chromedriver"
+    capabilities: dict[str, Any] = Field(default_factory=dict)
+
+
+class MatrixConfig(_Strict):
+    profiles: list[str] = Field(default_factory=lambda: ["desktop"], min_length=1)
+    locales: list[str] = Field(default_factory=lambda: ["en"], min_length=1)
+    color_schemes: list[str] = Field(default_factory=lambda: ["light"], min_length=1)
+    font_scales: list[float] = Field(default_factory=lambda: [1.0], min_length=1)
+
+
+class BudgetConfig(_Strict):
+    max_steps: int = Field(default=200, ge=1)  # per (app, profile) job, counted across resumes
+    max_seconds: float = Field(default=900.0, gt=0)  # per job and run
+    max_restarts: int = Field(default=30, ge=0)
+    max_session_restarts: int = Field(default=3, ge=0)  # new WebDriver sessions after the browser/device died
+
+
+class SettleSection(_Strict):
+    timeout_s: float = Field(default=3.0, gt=0)
+    interval_s: float = Field(default=0.05, gt=0)
+    quiet_polls: int = Field(default=2, ge=1)
+
+
+class CrawlConfig(_Strict):
+    run_id: str = Field(default="crawl", pattern=r"^[A-Za-z0-9_.-]+$")
+    output: str = "runs/crawl"
+    blob_root: str | None = None  # shared blob store (any fsspec URL); default <output>/<app>/blobs
+    devices: list[DeviceConfig] = Field(min_length=1)
+    apps: list[AppConfig] = Field(min_length=1)
+    matrix: MatrixConfig = Field(default_factory=MatrixConfig)
+    budget: BudgetConfig = Field(default_factory=BudgetConfig)
+    settle: SettleSection = Field(default_factory=SettleSection)
+    policy: Literal["greedy", "random"] = "greedy"
+    seed: int = 0
+    phash_distance: int | None = None  # set to split states whose screenshots differ by more bits than this
+
+
+class ConfigError(ValueError):
+    """The crawl config is invalid; the message lists every problem by key."""
+
+
+def _loc(loc: tuple[Any, ...]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else ("." if out else "") + str(part)
+    return out or "<config>"
+
+
+def parse_config(data: Any, source: str = "<config>") -> CrawlConfig:
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: expected a mapping at the top level")
+    try:
+        return CrawlConfig.model_validate(data)
+    except ValidationError as exc:
+        lines = [f"{_loc(tuple(e['loc']))}: {e['msg'].removeprefix('Value error, ')}" for e in exc.errors()]
+        raise ConfigError(f"{source}: invalid crawl config\n  " + "\n  ".join(lines)) from None
+
+
+def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> CrawlConfig:
+    p = Path(path)
+    try:
+        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{p}: not valid YAML: {exc}") from None
+    if overrides and isinstance(data, dict):
+        data = {**data, **overrides}
+    return parse_config(data, str(p))

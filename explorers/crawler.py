@@ -1,0 +1,308 @@
+"""The crawl loop for one job (one app on one device profile): observe → choose → act → settle → record.
+
+It wires the narrow pieces together and owns the lifecycle around them: restarting from the app's entry
+(replaying the login and setup scripts), recovering when the app is left (back, else restart), opening a new
+session when the browser or device dies, and stopping on its budgets or when the policy says everything is
+explored. Every step is committed to the graph store before the next action, so the loop can be killed at
+any moment and resumed by running it again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+from selenium.common.exceptions import WebDriverException
+
+from explorers.abstraction import ExactComparator, Features, StateTable, exact_hash, features
+from explorers.candidates import Candidate, candidates
+from explorers.config import AppConfig, CrawlConfig
+from explorers.device import Device, SessionLost
+from explorers.forms import FormFiller
+from explorers.graph import Graph
+from explorers.policy import Policy, make_policy
+from explorers.profiles import Profile
+from explorers.safety import DEFAULT_DENY_IDS, DEFAULT_DENY_LABELS, DEFAULT_DENY_URLS, AuditLog, SafetyGuard
+from explorers.screen import Screen
+from explorers.scripts import ScriptError, is_present, run_step
+from explorers.sessions import EndpointSpec, open_device
+from explorers.settle import SettleConfig
+from explorers.store import GraphStore
+from schemas import Action, ActionType, Observation, Transition
+from schemas.base import stable_id
+
+INPUT_TYPES = {ActionType.TYPE, ActionType.SELECT}
+
+
+@dataclass
+class CrawlStats:
+    app_id: str
+    worker: str
+    steps: int = 0
+    new_steps: int = 0
+    restarts: int = 0
+    session_restarts: int = 0
+    states: int = 0
+    stopped: str = ""
+    seconds: float = 0.0
+
+
+def guard_for(app: AppConfig) -> SafetyGuard:
+    d = app.deny
+    base = ((), (), ()) if d.replace_defaults else (DEFAULT_DENY_LABELS, DEFAULT_DENY_URLS, DEFAULT_DENY_IDS)
+    return SafetyGuard([*base[0], *d.labels], [*base[1], *d.urls], [*base[2], *d.resource_ids])
+
+
+class Crawler:
+    def __init__(
+        self,
+        config: CrawlConfig,
+        app: AppConfig,
+        profile: Profile,
+        endpoint: EndpointSpec,
+        progress: Callable[[dict[str, Any]], None] | None = None,
+        device_factory: Callable[[], Device] | None = None,
+        policy: Policy | None = None,
+    ):
+        self.config, self.app, self.profile, self.endpoint = config, app, profile, endpoint
+        self.worker = profile.key
+        self.progress = progress or (lambda _d: None)
+        self.store = GraphStore(config.output, app.id, config.blob_root)
+        self.log = self.store.open_log(self.worker)
+        self.audit = AuditLog(self.store.audit_path(self.worker))
+        self.table = StateTable(app.id, ExactComparator(config.phash_distance))
+        self.graph = Graph(canonical=self.table.canonical)
+        self.policy = policy or make_policy(config.policy, config.seed)
+        self.guard = guard_for(app)
+        self.filler = FormFiller(app.form_values)
+        s = config.settle
+        self.settle = SettleConfig(timeout_s=s.timeout_s, interval_s=s.interval_s, quiet_polls=s.quiet_polls)
+        self._device_factory = device_factory or (lambda: open_device(endpoint, profile, self.settle))
+        self.stats = CrawlStats(app.id, self.worker)
+        self._blocked_seen: set[tuple[str, str]] = set()
+        self._replay()
+
+    # --- resume --------------------------------------------------------------------------------
+    def _replay(self) -> None:
+        """Rebuild the state table and graph from this worker's committed log."""
+        for rec in self.log.records:
+            self.table.mask.update(rec.get("mask", []))
+            for o in rec.get("observations", []):
+                f = Features(**o["features"])
+                self.table.restore(o["state"], f)
+                self._remember(o["state"], o["observation"], o.get("title", ""), o.get("offers", []))
+                if o.get("scripted"):
+                    self.graph.abandoned.add(o["state"])
+            for a, b in rec.get("merges", []):
+                self.table.aliases[a] = b
+                self.graph.merge(a, b)
+            t = rec.get("transition")
+            if t:
+                self.graph.record(t["from_state"], rec["action_key"], t["to_state"], rec.get("memory_effective", True))
+                self.stats.steps += 1
+            if rec.get("restart"):
+                self.stats.restarts += 1
+        self.stats.restarts = max(0, self.stats.restarts - 1)  # the first start of a run is not a restart
+
+    def _remember(self, sid: str, obs: dict[str, Any], title: str, offers: list[list[Any]]) -> None:
+        info = self.graph.state(sid)
+        info.visits += 1
+        if not info.observation_id:
+            info.observation_id, info.location, info.title = obs["id"], obs["location"], title
+            info.screenshot_sha256 = obs["screenshot_sha256"]
+            info.structural_hash, info.exact_hash = obs["structural_hash"], obs["exact_hash"]
+            info.first_step = self.stats.steps
+        for key, group, target, action in offers:
+            self.graph.offer(sid, key, group, target, Action.model_validate(action))
+
+    # --- observing -----------------------------------------------------------------------------
+    def _observe(self, screen: Screen, scripted: bool = False, index: int = 0) -> dict[str, Any]:
+        """Abstract a capture into a state; returns the observation part of a log record (plus bookkeeping)."""
+        f = features(screen)
+        before = set(self.table.mask)
+        sid, merges = self.table.assign(f)
+        for a, b in merges:
+            self.graph.merge(a, b)
+        shot = self.store.blobs.put(screen.screenshot)
+        raw = self.store.blobs.put(screen.raw_tree) if screen.raw_tree else None
+        obs = Observation(
+            id=stable_id(self.config.run_id, self.app.id, self.worker, self.log.next_seq, "obs", index),
+            screenshot_sha256=shot, width=screen.width, height=screen.height,
+            device=self.profile.device_profile(screen.width, screen.height, screen.pixel_ratio),
+            platform=screen.platform, app_id=self.app.id, app_version=self.app.version, location=screen.location,
+            elements=screen.elements, raw_tree_sha256=raw, exact_hash=exact_hash(f, self.table.mask),
+            structural_hash=f.structural_hash,
+        )
+        allowed: list[Candidate] = []
+        for c in candidates(screen, self.filler):
+            why = self.guard.blocked(c.widget, c.action.text if c.type in INPUT_TYPES else None)
+            if why is None:
+                allowed.append(c)
+            elif (sid, c.key) not in self._blocked_seen:
+                self._blocked_seen.add((sid, c.key))
+                self.audit.write(worker=self.worker, state=sid, decision="blocked", action=c.describe(), reason=why)
+        offers = [[c.key, c.group, c.target_key, c.action.model_dump(mode="json", exclude_none=True)]
+                  for c in allowed]
+        obs_json = obs.model_dump(mode="json")
+        self._remember(sid, obs_json, screen.title, offers)
+        if scripted:
+            self.graph.abandoned.add(sid)
+        return {
+            "part": {"observation": obs_json, "state": sid, "features": dataclasses.asdict(f), "offers": offers,
+                     "title": screen.title, "scripted": scripted},
+            "merges": merges, "mask": sorted(self.table.mask - before), "obs": obs, "sid": sid, "allowed": allowed,
+        }
+
+    def _commit(self, parts: list[dict[str, Any]], **extra: Any) -> None:
+        rec: dict[str, Any] = {"observations": [p["part"] for p in parts],
+                               "merges": [m for p in parts for m in p["merges"]],
+                               "mask": sorted({k for p in parts for k in p["mask"]}), **extra}
+        self.log.append(rec)
+
+    # --- lifecycle -----------------------------------------------------------------------------
+    def _in_app(self, screen: Screen) -> bool:
+        if self.app.platform == "web":
+            parts = urlsplit(screen.location)
+            hosts = self.app.allowed_hosts or [urlsplit(self.app.entry).hostname or ""]
+            return parts.scheme in ("http", "https") and (parts.hostname or "") in hosts
+        packages = self.app.packages or [self.app.entry.split("/")[0]]
+        return screen.package in packages
+
+    def _restart(self, device: Device, reason: str) -> dict[str, Any]:
+        """Open the entry, log in if the login marker shows, run setup; returns the observed landing screen."""
+        self.audit.write(worker=self.worker, decision="restart", reason=reason)
+        device.open(self.app.entry)
+        device.settle()
+        values = {"locale": self.profile.locale, "color_scheme": self.profile.color_scheme,
+                  "profile": self.profile.key}
+        parts = []
+        login = self.app.login
+        if login and is_present(device, login.when_present.format_map(values)):
+            parts.append(self._observe(device.capture(), scripted=True))
+            for step in login.steps:
+                self.audit.write(worker=self.worker, decision="script", reason="login",
+                                 action=run_step(device, step.filled(values), self.app.entry))
+        for step in self.app.setup:
+            self.audit.write(worker=self.worker, decision="script", reason="setup",
+                             action=run_step(device, step.filled(values), self.app.entry))
+        landing = self._observe(device.capture(), index=len(parts))
+        self._commit([*parts, landing], restart=True, reason=reason)
+        return landing
+
+    def _emit(self, status: str) -> None:
+        self.stats.states = len(self.graph.states)
+        self.progress({"app": self.app.id, "worker": self.worker, "steps": self.stats.steps,
+                       "max_steps": self.config.budget.max_steps, "states": self.stats.states,
+                       "restarts": self.stats.restarts, "sessions": self.stats.session_restarts, "status": status})
+
+    def run(self) -> CrawlStats:
+        budget = self.config.budget
+        t0 = time.monotonic()
+        device: Device | None = None
+        try:
+            if self.stats.steps >= budget.max_steps:
+                self.stats.stopped = "step budget already spent (resumed a finished crawl)"
+                return self.stats
+            device = self._device_factory()
+            cur = self._restart(device, "start" if not self.log.records else "resume")
+            while True:
+                if self.stats.steps >= budget.max_steps:
+                    self.stats.stopped = "step budget"
+                    break
+                if time.monotonic() - t0 > budget.max_seconds:
+                    self.stats.stopped = "time budget"
+                    break
+                try:
+                    cur = self._step(device, cur)
+                except _Stop as stop:
+                    self.stats.stopped = str(stop)
+                    break
+                except (SessionLost, ScriptError) as exc:
+                    self.stats.session_restarts += 1
+                    self.audit.write(worker=self.worker, decision="new-session", reason=f"session lost: {exc}")
+                    self._emit("session lost")
+                    if self.stats.session_restarts > budget.max_session_restarts:
+                        self.stats.stopped = f"session died {self.stats.session_restarts} times: {exc}"
+                        break
+                    device.quit()
+                    device = self._device_factory()
+                    cur = self._restart(device, "new session after the previous one died")
+                self._emit("crawling")
+        finally:
+            if device is not None:
+                device.quit()
+            self.log.close()
+            self.stats.seconds = time.monotonic() - t0
+            self._emit(self.stats.stopped or "stopped")
+        return self.stats
+
+    def _step(self, device: Device, cur: dict[str, Any]) -> dict[str, Any]:
+        """One decision and its consequence; returns the new current observation."""
+        budget = self.config.budget
+        screen_obs: Observation = cur["obs"]
+        if not self._in_app_obs(screen_obs):
+            return self._recover(device, cur)
+        decision = self.policy.choose(self.graph, cur["sid"], cur["allowed"])
+        if decision.kind == "stop":
+            raise _Stop(f"done: {decision.reason}")
+        if decision.kind == "restart":
+            if self.stats.restarts >= budget.max_restarts:
+                raise _Stop(f"restart budget ({budget.max_restarts}) spent; last: {decision.reason}")
+            self.stats.restarts += 1
+            return self._restart(device, decision.reason)
+        c = decision.candidate
+        assert c is not None
+        return self._act(device, cur, c, decision.reason)
+
+    def _in_app_obs(self, obs: Observation) -> bool:
+        if self.app.platform == "web":
+            return self._in_app(Screen(obs.platform, obs.location, 1, 1, 1.0, [], b""))
+        return True
+
+    def _act(self, device: Device, cur: dict[str, Any], c: Candidate, reason: str) -> dict[str, Any]:
+        self.audit.write(worker=self.worker, step=self.stats.steps, state=cur["sid"], decision="act",
+                         action=c.describe(), key=c.key, reason=reason)
+        started = time.monotonic()
+        error = None
+        try:
+            device.perform(c.action, c.widget)
+        except SessionLost:
+            raise
+        except (WebDriverException, ValueError) as exc:
+            error = (str(exc).splitlines() or [type(exc).__name__])[0][:300]
+        device.settle()
+        nxt = self._observe(device.capture())
+        duration = (time.monotonic() - started) * 1000
+        src, dst = self.table.canonical(cur["sid"]), nxt["sid"]
+        effective = src != self.table.canonical(dst)
+        t = Transition(
+            id=stable_id(self.config.run_id, self.app.id, self.worker, self.log.next_seq, "tr"),
+            run_id=self.config.run_id, app_id=self.app.id, from_state=cur["sid"], to_state=dst,
+            from_observation_id=cur["obs"].id, to_observation_id=nxt["obs"].id, action=c.action,
+            effective=effective, error=error, duration_ms=round(duration, 1),
+        )
+        memory_effective = effective or c.type in INPUT_TYPES or error is not None
+        self.graph.record(src, c.key, dst, memory_effective)
+        self._commit([nxt], transition=t.model_dump(mode="json"), action_key=c.key,
+                     memory_effective=memory_effective, reason=reason)
+        self.stats.steps += 1
+        self.stats.new_steps += 1
+        return nxt
+
+    def _recover(self, device: Device, cur: dict[str, Any]) -> dict[str, Any]:
+        """Left the app (external link, other package): go back once, else restart."""
+        back = Candidate(stable_id("navigate_back", "", ""), "recover", Action(type=ActionType.NAVIGATE_BACK))
+        self.graph.offer(cur["sid"], back.key, back.group, "", back.action)
+        nxt = self._act(device, cur, back, f"left the app ({cur['obs'].location[:80]}): go back")
+        if self._in_app_obs(nxt["obs"]):
+            return nxt
+        self.stats.restarts += 1
+        return self._restart(device, "still outside the app after going back")
+
+
+class _Stop(Exception):
+    pass

@@ -1,0 +1,158 @@
+"""The in-memory UI transition graph the policy plans on: states, offered actions, what was tried, edges.
+
+It knows nothing about devices or files: the crawler feeds it, the graph store persists what it learns, and
+the policy reads it. State ids go through ``canonical`` everywhere, so a merge (learned dynamic region) is
+one alias, not a rewrite.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from schemas import Action
+
+GROUP_LIMIT = 2  # rows of one list tried per state
+INEFFECTIVE_LIMIT = 2  # an element that did nothing this many times is not tried on new screens
+
+
+@dataclass
+class StateInfo:
+    id: str
+    location: str = ""
+    title: str = ""
+    observation_id: str = ""
+    screenshot_sha256: str = ""
+    structural_hash: str = ""
+    exact_hash: str = ""
+    first_step: int = 0
+    visits: int = 0
+    offered: dict[str, str] = field(default_factory=dict)  # action key -> group
+    targets: dict[str, str] = field(default_factory=dict)  # action key -> element identity
+    actions: dict[str, Action] = field(default_factory=dict)
+
+
+@dataclass
+class Graph:
+    canonical: Callable[[str], str] = lambda s: s
+    group_limit: int = GROUP_LIMIT
+    states: dict[str, StateInfo] = field(default_factory=dict)
+    tried: dict[str, set[str]] = field(default_factory=dict)
+    group_tries: dict[str, Counter[str]] = field(default_factory=dict)
+    edges: dict[tuple[str, str], Counter[str]] = field(default_factory=dict)  # (from, key) -> to counts
+    ineffective: Counter[str] = field(default_factory=Counter)
+    target_tries: Counter[str] = field(default_factory=Counter)  # element identity -> tries in any state
+    abandoned: set[str] = field(default_factory=set)
+    transitions: int = 0
+
+    def state(self, sid: str) -> StateInfo:
+        sid = self.canonical(sid)
+        if sid not in self.states:
+            self.states[sid] = StateInfo(sid)
+        return self.states[sid]
+
+    def offer(self, sid: str, key: str, group: str, target: str, action: Action) -> None:
+        info = self.state(sid)
+        info.offered.setdefault(key, group)
+        info.targets.setdefault(key, target)
+        info.actions.setdefault(key, action)
+
+    def record(self, src: str, key: str, dst: str, effective: bool) -> None:
+        src, dst = self.canonical(src), self.canonical(dst)
+        self.transitions += 1
+        self.tried.setdefault(src, set()).add(key)
+        info = self.state(src)
+        group = info.offered.get(key, key)
+        self.group_tries.setdefault(src, Counter())[group] += 1
+        self.edges.setdefault((src, key), Counter())[dst] += 1
+        target = info.targets.get(key, "")
+        self.target_tries[target or key] += 1
+        if not effective and target:
+            self.ineffective[target] += 1
+
+    def merge(self, absorbed: str, survivor: str) -> None:
+        """Fold an absorbed state into its survivor (called after the state table aliased it)."""
+        if absorbed == survivor or absorbed not in self.states:
+            return
+        a = self.states.pop(absorbed)
+        s = self.state(survivor)
+        s.visits += a.visits
+        for k, g in a.offered.items():
+            s.offered.setdefault(k, g)
+        for k, t in a.targets.items():
+            s.targets.setdefault(k, t)
+        for k, act in a.actions.items():
+            s.actions.setdefault(k, act)
+        self.tried.setdefault(survivor, set()).update(self.tried.pop(absorbed, set()))
+        self.group_tries.setdefault(survivor, Counter()).update(self.group_tries.pop(absorbed, Counter()))
+        for (src, key), tos in list(self.edges.items()):
+            if src == absorbed or absorbed in tos:
+                del self.edges[(src, key)]
+                new = Counter({self.canonical(t): n for t, n in tos.items()})
+                self.edges.setdefault((self.canonical(src), key), Counter()).update(new)
+
+    # --- questions the policy asks ----------------------------------------------------------------
+    def is_fresh(self, sid: str, key: str) -> bool:
+        sid = self.canonical(sid)
+        info = self.states.get(sid)
+        if info is None or key not in info.offered or key in self.tried.get(sid, ()):
+            return False
+        group = info.offered[key]
+        if group != key and self.group_tries.get(sid, Counter())[group] >= self.group_limit:
+            return False
+        target = info.targets.get(key, "")
+        return not (target and self.ineffective[target] >= INEFFECTIVE_LIMIT)
+
+    def fresh_keys(self, sid: str) -> list[str]:
+        info = self.states.get(self.canonical(sid))
+        return [k for k in info.offered if self.is_fresh(sid, k)] if info else []
+
+    def has_unexplored(self, sid: str) -> bool:
+        sid = self.canonical(sid)
+        return sid not in self.abandoned and bool(self.fresh_keys(sid))
+
+    def any_unexplored(self) -> bool:
+        return any(self.has_unexplored(s) for s in self.states)
+
+    def successors(self, sid: str) -> list[tuple[str, str]]:
+        """(action key, most frequent destination) for each tried action of ``sid`` that changed the state."""
+        sid = self.canonical(sid)
+        out = []
+        for (src, key), tos in self.edges.items():
+            if self.canonical(src) != sid:
+                continue
+            dst = self.canonical(tos.most_common(1)[0][0])
+            if dst != sid:
+                out.append((key, dst))
+        return out
+
+    def path_to_unexplored(self, start: str, avoid: set[tuple[str, str]] = frozenset()) -> list[tuple[str, str]]:
+        """Shortest known path (list of (state, action key)) to the nearest state with untried actions."""
+        start = self.canonical(start)
+        adj: dict[str, list[tuple[str, str]]] = {}
+        for (src, key), tos in self.edges.items():
+            s = self.canonical(src)
+            if (s, key) in avoid:
+                continue
+            d = self.canonical(tos.most_common(1)[0][0])
+            if d != s:
+                adj.setdefault(s, []).append((key, d))
+        prev: dict[str, tuple[str, str]] = {}
+        queue = deque([start])
+        seen = {start}
+        while queue:
+            cur = queue.popleft()
+            if cur != start and self.has_unexplored(cur):
+                path = []
+                while cur != start:
+                    src, key = prev[cur]
+                    path.append((src, key))
+                    cur = src
+                return path[::-1]
+            for key, nxt in adj.get(cur, []):
+                if nxt not in seen:
+                    seen.add(nxt)
+                    prev[nxt] = (cur, key)
+                    queue.append(nxt)
+        return []
