@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import secrets
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated
@@ -82,6 +83,25 @@ class ReviewState:
     orders: dict[tuple[str, str], list[str]] = field(default_factory=dict)
 
 
+def db_session(request: Request) -> Iterator[Session]:
+    with Session(request.app.state.review.engine) as db:
+        yield db
+
+
+DB = Annotated[Session, Depends(db_session)]
+
+
+def viewer(request: Request, db: DB) -> Viewer:
+    """The logged-in annotator, or ``NotLoggedIn`` (→ redirect to /login, or 401 for non-page requests)."""
+    found = session_for(db, request.cookies.get(SESSION_COOKIE))
+    if found is None:
+        raise NotLoggedIn()
+    return Viewer(*found)
+
+
+Me = Annotated[Viewer, Depends(viewer)]
+
+
 def _templates() -> Environment:
     env = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=True, undefined=StrictUndefined,
                       trim_blocks=True, lstrip_blocks=True)
@@ -116,20 +136,6 @@ def create_app(cfg: ReviewConfig, engine: Engine | None = None) -> FastAPI:
             target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
             return RedirectResponse(f"/login?next={quote(target, safe='')}", status_code=303)
         return PlainTextResponse("login required", status_code=401)
-
-    def db_session():  # type: ignore[no-untyped-def]
-        with Session(st.engine) as db:
-            yield db
-
-    DB = Annotated[Session, Depends(db_session)]
-
-    def viewer(request: Request, db: DB) -> Viewer:
-        found = session_for(db, request.cookies.get(SESSION_COOKIE))
-        if found is None:
-            raise NotLoggedIn()
-        return Viewer(*found)
-
-    Me = Annotated[Viewer, Depends(viewer)]
 
     def render(name: str, status: int = 200, **ctx: object) -> HTMLResponse:
         return HTMLResponse(st.templates.get_template(name).render(**ctx), status_code=status)
@@ -269,12 +275,13 @@ def create_app(cfg: ReviewConfig, engine: Engine | None = None) -> FastAPI:
         new_instruction = new_reasoning = None
         if verdict == Verdict.EDIT:
             sample = st.reader.sample(ref)
-            instruction = (instruction or "").replace("\r\n", "\n")
-            reasoning = (reasoning or "").replace("\r\n", "\n")
-            if instruction.strip() != (sample.instruction or "").strip():
-                new_instruction = instruction.strip()
-            if reasoning.strip() != (sample.reasoning or "").strip():
-                new_reasoning = reasoning.strip()
+            # A field that was not sent is unchanged; browsers send CRLF line ends in text areas.
+            if instruction is not None:
+                text = instruction.replace("\r\n", "\n").strip()
+                new_instruction = text if text != (sample.instruction or "").strip() else None
+            if reasoning is not None:
+                text = reasoning.replace("\r\n", "\n").strip()
+                new_reasoning = text if text != (sample.reasoning or "").strip() else None
             if new_instruction is None and new_reasoning is None:
                 return sample_page(db, me, ref, queue, pos, status=400,
                                    error="Nothing was edited: change the instruction or the reasoning, or accept.")
