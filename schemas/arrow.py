@@ -197,6 +197,9 @@ SAMPLE_SCHEMA = pa.schema(
         pa.field("scores", SCORES),
         pa.field("lineage", LINEAGE),
         pa.field("content_hash", STR),
+        pa.field("num_apps", I32),
+        pa.field("gesture_complexity", F64),
+        pa.field("distractions", I32),
     ],
     metadata=_meta("sample"),
 )

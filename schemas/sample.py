@@ -43,6 +43,10 @@ class Sample(Record):
     accepted_actions: list[Action] = Field(default_factory=list)
     history: list[str] = Field(default_factory=list)  # earlier steps' low-level instructions, in order
     difficulty: float | None = None
+    # Difficulty components (MobileRL): filled by curation, None on samples that were never curated.
+    num_apps: int | None = Field(default=None, ge=0)
+    gesture_complexity: float | None = Field(default=None, ge=0)
+    distractions: int | None = Field(default=None, ge=0)
     verification: Verification = Verification.UNVERIFIED
     scores: dict[str, float] = Field(default_factory=dict)
     lineage: Lineage = Field(default_factory=Lineage)

