@@ -26,6 +26,8 @@ COMMAND_MODULES = [
     "pipelines.commands.train",
     "pipelines.commands.synth",
     "pipelines.commands.review",
+    "pipelines.commands.crawl",
+    "pipelines.commands.graph",
 ]
 
 for _name in COMMAND_MODULES:

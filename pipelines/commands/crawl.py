@@ -1,0 +1,46 @@
+"""``trajforge crawl --config crawl.yaml``: run the device farm over apps × device profiles."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("crawl")
+    def crawl(
+        config: Path = typer.Option(..., "--config", "-c", exists=True, dir_okay=False,
+                                    help="Crawl config YAML (devices, apps, login/setup scripts, matrix, budget)."),
+        output: Path | None = typer.Option(None, help="Override the config's output directory."),
+        max_steps: int | None = typer.Option(None, help="Override budget.max_steps (per app × profile job)."),
+        policy: str | None = typer.Option(None, help="Override the policy: greedy or random."),
+        no_progress: bool = typer.Option(False, "--no-progress", help="Do not draw progress bars."),
+    ) -> None:
+        """Crawl every app on every profile of the matrix; rerun the same command to resume after a kill."""
+        from explorers.config import ConfigError, load_config
+        from explorers.farm import run_farm
+
+        console = Console()
+        overrides = {k: v for k, v in {"output": str(output) if output else None, "policy": policy}.items() if v}
+        try:
+            cfg = load_config(config, overrides)
+        except ConfigError as exc:
+            console.print(f"[red]{exc}[/red]")
+            raise typer.Exit(2) from None
+        if max_steps is not None:
+            cfg.budget.max_steps = max_steps
+        result = run_farm(cfg, console, show_progress=not no_progress)
+        table = Table("job", "steps (new)", "states", "restarts", "sessions", "stopped because", title="Crawl")
+        for r in result.results:
+            table.add_row(f"{r['app_id']}/{r['worker']}", f"{r['steps']} ({r['new_steps']})", str(r["states"]),
+                          str(r["restarts"]), str(r["session_restarts"]), r["stopped"])
+        console.print(table)
+        for app_id, ex in result.exports.items():
+            console.print(f"{app_id}: {ex.states} states, {ex.transitions} transitions, {ex.observations} "
+                          f"observations → {Path(cfg.output) / app_id}")
+        for name, why in result.failures:
+            console.print(f"[red]FAILED {name}: {why}[/red]")
+        raise typer.Exit(1 if result.failures else 0)
