@@ -341,6 +341,7 @@ def _local(target: str) -> str:
 def _filmstrip(steps: list[SampleRef], current: SampleRef) -> list[dict]:
     """The trajectory's steps around the current one; steps missing from this version are shown as gaps."""
     present = {r.step_index: r for r in steps}
+    present[current.step_index] = current  # an audited gate reject is not in the data but is on screen
     lo = max(0, current.step_index - FILMSTRIP_RADIUS)
     hi = min(current.num_steps - 1, current.step_index + FILMSTRIP_RADIUS)
     return [{"index": i, "ref": present.get(i), "current": i == current.step_index} for i in range(lo, hi + 1)]
