@@ -28,6 +28,7 @@ COMMAND_MODULES = [
     "pipelines.commands.review",
     "pipelines.commands.crawl",
     "pipelines.commands.graph",
+    "pipelines.commands.curate",
 ]
 
 for _name in COMMAND_MODULES:

@@ -139,6 +139,7 @@ def labeled_pairs(n: int = 60, seed: int = 0) -> list[tuple[bytes, bytes, bool]]
 # Trajectories and the planted corpus
 # ---------------------------------------------------------------------------------------------------------
 
+TASK_VERBS = ("Open", "Find", "Edit", "Review", "Update", "Check", "Extend")
 TASK_WORDS = ("groceries", "travel plans", "book list", "gift ideas", "recipes", "workout", "budget", "garden",
               "meeting notes", "reading log", "packing list", "car service", "birthday", "movies", "podcasts")
 
@@ -166,10 +167,10 @@ def good_trajectory(store: BlobStore, k: int, *, tid: str | None = None, task: s
     """A valid trajectory whose screens are unique to ``k`` (or to ``content_base``, to plant near-dups)."""
     base = k * 10 if content_base is None else content_base
     steps = []
-    layouts = ("list", "detail", "edit", "settings", "modal")
+    layouts = ("list", "detail", "edit", "modal")  # settings screens differ only by toggles: near-dups by design
     for i in range(n_steps):
         screen = Screen(layouts[(k + i) % len(layouts)], content=base + i, clock=clock, banner=banner)
-        if i < n_steps - 1:
+        if i < n_steps - 1 or n_steps == 1:
             action = Action(type="click", x=700, y=320, image_width=W, image_height=H, target_element_id="row-3",
                             target_bbox=BBox(x1=220, y1=292, x2=1240, y2=348))
             reasoning, instruction = "The note I need is in the list. Tap it to open it.", "Tap the third note"
@@ -182,8 +183,8 @@ def good_trajectory(store: BlobStore, k: int, *, tid: str | None = None, task: s
                 reasoning, instruction = "编辑器已打开。输入新的文字。", f"输入条目 {k}"
         steps.append(Step(index=i, observation=_obs(store, screen), action=action, instruction=instruction,
                           reasoning=reasoning))
-    word = TASK_WORDS[k % len(TASK_WORDS)]
-    default_task = f"Open the note about {word} number {k} and add entry {k}"
+    verb = TASK_VERBS[(k // len(TASK_WORDS)) % len(TASK_VERBS)]
+    default_task = f"{verb} the {TASK_WORDS[k % len(TASK_WORDS)]} note and add entry {k}"
     if language == "zh":
         default_task = f"打开关于第{k}号笔记并添加条目{k}"
     return Trajectory(
@@ -254,10 +255,10 @@ def build_corpus(root: Path, n_good: int = 24) -> Corpus:
     add(copy)
     expect_all_steps(copy, "exact_dedupe", "exact_duplicate")
     add(good[1])  # the very same record twice
-    c.expected["traj-0001@2"] = ("unique_ids", "exact_duplicate")
+    c.expected["traj-0001"] = ("unique_ids", "exact_duplicate")
     other = good_trajectory(store, 500, tid=good[2].id)
     add(other)  # another record claiming good[2]'s id
-    c.expected["duplicate-id"] = ("unique_ids", "duplicate_id")
+    c.expected["traj-0002"] = ("unique_ids", "duplicate_id")
     near = good_trajectory(store, 3, tid="zz-near-screens", task="Check the third note and jot down entry 3",
                            clock="17:42", banner=2, judge=4.0)
     add(near)  # good[3]'s screens re-captured: another clock and banner, same actions
@@ -365,6 +366,7 @@ def build_corpus(root: Path, n_good: int = 24) -> Corpus:
     # PII that must be redacted (kept, not rejected).
     pii = single_step(store, 2100, "pii-keep", instruction="Type alice@example.com in the field",
                       reasoning="The form needs her email. Type it.")
+    pii["task"]["instruction"] = "Subscribe alice to the newsletter"
     pii["steps"][0]["action"] = {"type": "type", "text": "alice@example.com", "x": 700, "y": 320,
                                  "image_width": W, "image_height": H}
     pii["steps"][0]["observation"]["elements"].append(

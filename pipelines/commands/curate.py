@@ -1,0 +1,86 @@
+"""``trajforge curate``: trajectories → a versioned dataset of curated Parquet shards, rejects and manifest."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+RUNNERS = "direct (in-process), multiprocess (--workers N), portable (--job-endpoint, --worker-pool), or a Beam " \
+          "runner name such as DataflowRunner / FlinkRunner / SparkRunner with --beam-arg flags"
+
+
+def funnel_table(manifest: dict) -> Table:
+    table = Table("stage", "unit", "in", "kept", "rejected", "top reasons", title="Curation funnel")
+    for s in manifest["stages"]:
+        reasons = sorted(s["reasons"].items(), key=lambda kv: -kv[1])
+        top = ", ".join(f"{r}={n}" for r, n in reasons[:4]) + (" …" if len(reasons) > 4 else "")
+        table.add_row(s["stage"], s["unit"], str(s["in"]), str(s["kept"]), str(s["rejected"]), top or "—")
+    return table
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("curate")
+    def curate_cmd(
+        inputs: list[Path] = typer.Option(..., "--in", exists=True, dir_okay=False,
+                                          help="Trajectory files (.jsonl, .json, .parquet); repeat for several."),
+        out: Path = typer.Option(..., "--out", help="Dataset directory; the run is published as OUT/vNNNN."),
+        blobs: str | None = typer.Option(None, help="Screenshot blob store (dir or fsspec URL); default "
+                                                    "<dir of the first input>/blobs."),
+        runner: str = typer.Option("direct", help=f"Beam runner: {RUNNERS}."),
+        workers: int = typer.Option(2, help="Worker processes for --runner multiprocess."),
+        job_endpoint: str | None = typer.Option(None, help="Job API endpoint host:port (--runner portable)."),
+        worker_pool: str | None = typer.Option(None, help="External SDK worker pool host:port (--runner portable); "
+                                                          "default: loopback workers in this process."),
+        beam_arg: list[str] = typer.Option([], "--beam-arg", help="Extra Beam pipeline option, repeatable, e.g. "
+                                                                  "--beam-arg=--project=P."),
+        embed_images: bool = typer.Option(True, "--embed-images/--no-embed-images",
+                                          help="Embed PNG bytes in the shards, or keep only sha256 references."),
+        rows_per_shard: int = typer.Option(5000, help="Target rows per data shard."),
+        row_group_rows: int = typer.Option(256, help="Rows per Parquet row group (bounds reader memory)."),
+        phash_distance: int = typer.Option(6, help="Max 64-bit pHash Hamming distance for near-dup candidates."),
+        detail_distance: int = typer.Option(10, help="Max 1024-bit dHash distance to confirm a near-duplicate."),
+        instruction_dedupe: str = typer.Option("minilm", help="Near-duplicate task backend: minilm | minhash | off."),
+        instruction_threshold: float | None = typer.Option(None, help="Similarity threshold (default 0.9 cosine "
+                                                                      "for minilm, 0.8 Jaccard for minhash)."),
+        max_reasoning_tokens: int = typer.Option(256, help="Reasoning length cap in tokens."),
+        judge_key: str = typer.Option("judge", help="Score name holding the judge score."),
+        min_judge_score: float = typer.Option(3.0, help="Minimum judge score, when a record has one."),
+        max_image_side: int = typer.Option(8192, help="Output expectation: image sides within 1..this."),
+        redact_pii: bool = typer.Option(True, "--redact-pii/--no-redact-pii",
+                                        help="Redact emails/phones/cards in text and blur them on screenshots."),
+    ) -> None:
+        """Validate, dedupe, quality-gate and redact trajectories into versioned Parquet shards.
+
+        Every refused record goes to OUT/vNNNN/rejects with its stage and reason; the run fails (and publishes
+        nothing) if the output expectations fail or the counts do not reconcile.
+        """
+        from pipelines.curation.config import CurateConfig
+        from pipelines.curation.expectations import ExpectationsFailed
+        from pipelines.curation.manifest import AccountingError
+        from pipelines.curation.pipeline import curate
+
+        console = Console()
+        try:
+            cfg = CurateConfig(
+                inputs=inputs, out=out, blobs=blobs, embed_images=embed_images, rows_per_shard=rows_per_shard,
+                row_group_rows=row_group_rows, phash_distance=phash_distance, detail_distance=detail_distance,
+                instruction_dedupe=instruction_dedupe, instruction_threshold=instruction_threshold,
+                max_reasoning_tokens=max_reasoning_tokens, judge_key=judge_key, min_judge_score=min_judge_score,
+                max_image_side=max_image_side, runner=runner, workers=workers, job_endpoint=job_endpoint,
+                worker_pool=worker_pool, beam_args=list(beam_arg), redact_pii=redact_pii)
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc)) from None
+        try:
+            with console.status("curating…") as status:
+                result = curate(cfg, status=lambda msg: status.update(f"curating: {msg}"))
+        except (ExpectationsFailed, AccountingError) as exc:
+            console.print(f"[red]curation failed, nothing published:[/red] {exc}")
+            raise typer.Exit(1) from None
+        m = result.manifest
+        console.print(funnel_table(m))
+        t = m["totals"]
+        console.print(f"{t['samples_kept']} samples kept of {t['samples_in']} ({t['records_in']} records read) in "
+                      f"{len(m['shards'])} shard(s), {result.seconds:.1f} s → {result.version_dir}")
