@@ -107,6 +107,7 @@ EDGES: list[tuple[str, str, str, Action]] = [
     ("e08", "form", "note", click("form", "save")),
     ("e09", "note", "notes", Action(type="navigate_back")),
     ("e10", "settings", "settings", click("settings", "theme")),  # ineffective
+    # Typing is recorded by the crawler as a self-loop with effective=False (typing is not a new screen).
 ]
 
 
@@ -119,7 +120,7 @@ def notes_records(store: BlobStore | None = None, extra: dict[str, list[Element]
         transitions.append(Transition(
             id=tid, run_id=run_id, app_id="notes", from_state=src, to_state=dst,
             from_observation_id=obs[src].id, to_observation_id=obs[dst].id, action=action,
-            effective=tid != "e10", timestamp=T0 + timedelta(seconds=i),
+            effective=action.type != "type" and tid != "e10", timestamp=T0 + timedelta(seconds=i),
         ))
     return list(obs.values()), transitions
 
@@ -150,7 +151,8 @@ def test_load_graph_from_parquet_classifies_files_by_kind(tmp_path: Path) -> Non
     assert set(g.states) == set(SCREENS)
     assert [e.id for e in g.out["notes"]] == ["e04", "e05", "e06"]
     assert [e.id for e in g.loops["login"]] == ["e01", "e02"]
-    assert "settings" not in g.loops  # the ineffective edge is not walkable
+    assert [e.id for e in g.loops["settings"]] == ["e10"]  # kept as a loop, never walked
+    assert "settings" not in g.out
     assert loaded.blob_root == tmp_path / "blobs"
     assert g.crawl_run == "run-1"
     assert loaded.rejects == []
@@ -179,3 +181,36 @@ def test_trajectory_files_in_the_graph_dir_are_not_read_as_graph(tmp_path: Path)
     write_parquet([trajectory()], tmp_path / "trajectories.parquet", "trajectory")
     assert pq.read_schema(tmp_path / "trajectories.parquet").metadata
     assert load_graphs(tmp_path).rejects == []
+
+
+def test_crawler_layout_logs_nodes_and_per_app_blobs_are_understood(tmp_path: Path) -> None:
+    """``<out>/<app>/{observations,transitions,nodes}.parquet`` + ``blobs/`` + ``log/*.jsonl`` + ``audit/``."""
+    import json
+
+    import pyarrow as pa
+
+    app_dir = tmp_path / "notes"
+    store = BlobStore(app_dir / "blobs")
+    observations, transitions = notes_records(store)
+    write_parquet(observations, app_dir / "observations.parquet", "observation")
+    write_parquet(transitions, app_dir / "transitions.parquet", "transition")
+    pq.write_table(pa.table({"state_id": ["login"]}).replace_schema_metadata({b"trajforge.kind": b"node"}),
+                   app_dir / "nodes.parquet")
+    (app_dir / "log").mkdir()
+    (app_dir / "log" / "phone.jsonl").write_text(json.dumps({"seq": 0, "observations": [], "merges": []}) + "\n")
+    (app_dir / "audit").mkdir()
+    (app_dir / "audit" / "phone.jsonl").write_text(json.dumps({"decision": "restart", "reason": "start"}) + "\n")
+    # The same app crawled on a second profile becomes a second graph.
+    desk = [o.model_copy(update={"id": o.id + "-d", "device": o.device.model_copy(update={"name": "desktop"})})
+            for o in observations]
+    desk_t = [t.model_copy(update={"id": t.id + "-d", "from_observation_id": t.from_observation_id + "-d",
+                                   "to_observation_id": t.to_observation_id + "-d"}) for t in transitions]
+    write_parquet(desk, app_dir / "more" / "observations.parquet", "observation")
+    write_parquet(desk_t, app_dir / "more" / "transitions.parquet", "transition")
+    loaded = load_graphs(tmp_path)
+    assert loaded.rejects == []
+    assert sorted(loaded.graphs) == ["notes@desktop", "notes@phone"]
+    phone = loaded.graphs["notes@phone"]
+    assert phone.blob_root == app_dir / "blobs" and phone.device == "phone"
+    assert all(t.id.endswith("-d") for t in loaded.graphs["notes@desktop"].transitions)
+    assert BlobStore(phone.blob_root).exists(phone.representative(phone.entry).screenshot_sha256)

@@ -1,14 +1,20 @@
 """Load an app's state-transition graph from a graph directory into a small in-memory adjacency structure.
 
-This is the only module that knows how the explorers' graph store lays files out. It does not rely on file
-names: every Parquet / JSONL file under the directory is classified by the record kind written into its
-Arrow metadata (or guessed from its fields), so a store that shards, renames or nests its files still loads.
-Screenshots are read from the blob store beside the records (``blobs/`` by default). Records that fail
+This is the only module that knows how the explorers' graph store lays files out (``<out>/<app_id>/
+observations.parquet``, ``transitions.parquet``, ``nodes.parquet``, ``blobs/``, plus step logs). It relies on
+file names as little as possible: every Parquet file is classified by the record kind in its Arrow metadata
+and every JSONL file by its first record's fields, so the crawler's step logs and audit files, node tables,
+or trajectories sharing the directory are skipped, and a store that shards or renames files still loads.
+Screenshots are read from the nearest ``blobs/`` directory at or above the records. Records that fail
 validation become ``Reject`` rows (stage ``graph_input``) instead of being dropped or stopping the load.
+
+A crawl of one app on several device profiles (phone, desktop, zh…) yields one graph per profile: a path must
+not mix a phone screenshot with a desktop one, and replay needs one viewport.
 """
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -19,6 +25,7 @@ import pyarrow.parquet as pq
 from schemas import Observation, Reject, Transition
 from schemas.arrow import kind_of
 from schemas.recordio import iter_records
+from schemas.records import guess_kind
 
 STAGE = "graph_input"
 BLOB_DIR_NAMES = ("blobs", "blobstore", "screenshots")
@@ -42,6 +49,8 @@ class AppGraph:
     state_observations: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
     entry: str = ""
     runs: list[str] = field(default_factory=list)
+    device: str = ""
+    blob_root: Path | None = None
 
     @property
     def states(self) -> list[str]:
@@ -79,30 +88,40 @@ def find_blob_root(graph_dir: Path) -> Path | None:
     return None
 
 
-def _record_files(graph_dir: Path, blob_root: Path | None) -> list[Path]:
+def _record_files(graph_dir: Path) -> list[Path]:
     files = []
     for p in sorted(graph_dir.rglob("*")):
         if not p.is_file() or p.suffix not in RECORD_SUFFIXES or p.name.startswith("."):
             continue
-        if blob_root is not None and blob_root in p.parents:
+        if any(part in BLOB_DIR_NAMES for part in p.relative_to(graph_dir).parts[:-1]):
             continue
         files.append(p)
     return files
 
 
 def _file_kind(path: Path) -> str | None:
+    """The record kind a file holds: Parquet metadata, or the first JSONL record's fields (``""``: not records)."""
     if path.suffix == ".parquet":
-        return kind_of(pq.read_schema(path))
-    return None
+        return kind_of(pq.read_schema(path)) or ""
+    try:
+        with path.open("rb") as f:
+            first = next((line for line in f if line.strip()), b"")
+        data = json.loads(first) if first else None
+    except (OSError, ValueError):
+        return None  # unreadable: let the reader report it record by record
+    return guess_kind(data) or "" if isinstance(data, dict) else None
 
 
-def _read(files: Iterable[Path], rejects: list[Reject]) -> tuple[list[Observation], list[Transition]]:
+def _read(files: Iterable[Path], rejects: list[Reject]
+          ) -> tuple[list[Observation], list[Transition], dict[str, Path]]:
+    """Records of all files, and for each observation id the file it came from (to find its blob store)."""
     observations: list[Observation] = []
     transitions: list[Transition] = []
+    origin: dict[str, Path] = {}
     for path in files:
         kind = _file_kind(path)
         if kind not in (None, "observation", "transition"):
-            continue  # trajectories or rejects that share the directory are not graph records
+            continue  # step logs, node tables, trajectories or rejects sharing the directory are not graph records
         for parsed in iter_records(path, kind):
             if not parsed.ok:
                 first = parsed.errors[0]
@@ -113,9 +132,21 @@ def _read(files: Iterable[Path], rejects: list[Reject]) -> tuple[list[Observatio
             rec = parsed.record
             if isinstance(rec, Observation):
                 observations.append(rec)
+                origin.setdefault(rec.id, path)
             elif isinstance(rec, Transition):
                 transitions.append(rec)
-    return observations, transitions
+    return observations, transitions, origin
+
+
+def blob_root_for(path: Path, top: Path) -> Path | None:
+    """The nearest blob store at or above ``path``'s directory, not leaving ``top``."""
+    for folder in [path.parent, *path.parent.parents]:
+        found = find_blob_root(folder)
+        if found is not None:
+            return found
+        if folder == top:
+            break
+    return None
 
 
 def build_graph(app_id: str, observations: Iterable[Observation], transitions: Iterable[Transition],
@@ -142,9 +173,12 @@ def build_graph(app_id: str, observations: Iterable[Observation], transitions: I
                 g.state_observations[state].append(obs_id)
         if not g.entry:
             g.entry = t.from_state  # the first screen the crawler acted on
-        if t.error or not t.effective:
+        if t.error:
             continue
-        (g.loops if t.from_state == t.to_state else g.out)[t.from_state].append(t)
+        if t.from_state == t.to_state:
+            g.loops[t.from_state].append(t)  # the crawler marks typing as not effective: it is not a new screen
+        elif t.effective:
+            g.out[t.from_state].append(t)
     for table in (g.out, g.loops):
         for state in table:
             table[state].sort(key=lambda t: t.id)
@@ -153,23 +187,32 @@ def build_graph(app_id: str, observations: Iterable[Observation], transitions: I
 
 
 def load_graphs(graph_dir: str | Path, app_ids: Iterable[str] | None = None) -> GraphLoad:
-    """Every app graph under ``graph_dir`` (one per ``app_id``), plus rejects for unreadable records."""
+    """Every graph under ``graph_dir`` — one per (app, device profile) — plus rejects for unreadable records.
+
+    Graphs are keyed ``app_id`` when the app was crawled on one profile, else ``app_id@profile``.
+    """
     root = Path(graph_dir)
     if not root.is_dir():
         raise FileNotFoundError(f"graph directory {root} does not exist")
     blob_root = find_blob_root(root)
     rejects: list[Reject] = []
-    observations, transitions = _read(_record_files(root, blob_root), rejects)
+    observations, transitions, origin = _read(_record_files(root), rejects)
     wanted = set(app_ids) if app_ids else None
-    obs_by_app: dict[str, list[Observation]] = defaultdict(list)
-    for o in observations:
-        obs_by_app[o.app_id].append(o)
-    tr_by_app: dict[str, list[Transition]] = defaultdict(list)
+    by_id = {o.id: o for o in observations}
+    parts: dict[tuple[str, str], list[Transition]] = defaultdict(list)
     for t in transitions:
-        tr_by_app[t.app_id].append(t)
-    graphs = {
-        app: build_graph(app, obs_by_app.get(app, []), tr_by_app[app], rejects)
-        for app in sorted(tr_by_app)
-        if wanted is None or app in wanted
-    }
+        src = by_id.get(t.from_observation_id)
+        parts[(t.app_id, src.device.name if src is not None else "")].append(t)
+    devices_per_app: dict[str, int] = defaultdict(int)
+    for app, _device in parts:
+        devices_per_app[app] += 1
+    graphs: dict[str, AppGraph] = {}
+    for (app, device), edges in sorted(parts.items()):
+        if wanted is not None and app not in wanted:
+            continue
+        g = build_graph(app, [o for o in observations if o.app_id == app], edges, rejects)
+        g.device = device
+        first = next((origin[o] for o in g.state_observations.get(g.entry, []) if o in origin), None)
+        g.blob_root = blob_root_for(first, root) if first is not None else blob_root
+        graphs[app if devices_per_app[app] == 1 else f"{app}@{device}"] = g
     return GraphLoad(graphs=graphs, rejects=rejects, blob_root=blob_root)

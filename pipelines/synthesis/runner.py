@@ -206,10 +206,10 @@ def run_synthesis(graph_dir: str | Path, out_dir: str | Path, backend: Backend, 
     if not loaded.graphs:
         raise ValueError(f"{graph_dir}: no transitions found (is this a graph directory written by the crawler?)")
     if backend.needs_images:
-        if loaded.blob_root is None:
-            raise ValueError(f"{graph_dir}: no blob store (blobs/) with screenshots, which the "
-                             f"{backend.name} backend needs")
-        backend.image_source = BlobStore(loaded.blob_root).get
+        missing = [key for key, g in loaded.graphs.items() if g.blob_root is None]
+        if missing:
+            raise ValueError(f"{graph_dir}: no blob store (blobs/) with the screenshots of {', '.join(missing)}, "
+                             f"which the {backend.name} backend needs")
     cache = CallCache(cache_dir if cache_dir is not None else out / "cache")
     tick = progress("calls", 0) if progress else None
     executor = CallExecutor(backend, cache, usage, config.batch_size, tick)
@@ -217,6 +217,8 @@ def run_synthesis(graph_dir: str | Path, out_dir: str | Path, backend: Backend, 
     rejects = list(loaded.rejects)
     n_paths = 0
     for graph in loaded.graphs.values():
+        if backend.needs_images:
+            backend.image_source = BlobStore(graph.blob_root).get  # type: ignore[arg-type]
         result = synthesize_graph(graph, executor, config)
         trajs += result.trajectories
         rejects += result.rejects
