@@ -82,13 +82,20 @@ def test_gate_drops_rejected_applies_edits_and_counts_in_manifest(tmp_path):
 
     manifest = json.loads((out / "manifest.json").read_text())
     # 12 = 1 rejected + 1 edited + 1 accepted + 9 without a current label (one of them has only a stale label).
-    assert manifest["counts"] == {"input": 12, "output": 11, "rejected": 1, "edited": 1, "accepted": 1,
-                                  "unlabelled": 9, "stale_labels": 1, "invalid": 0, "history_updated": 2}
-    assert manifest["reject_reasons"] == {"wrong_point": 1}
-    assert manifest["parent"]["version"] == "v0001" and manifest["stage"] == "human_gate"
-    assert manifest["labels"]["annotators"] == ["alice", "bob"] and manifest["labels"]["last_label_id"] == 6
-    assert sum(f["rows"] for f in manifest["files"]) == 11
-    (reject,) = pq.read_table(out / "rejects" / "human_gate.parquet").to_pylist()
+    assert manifest["totals"] == {"samples_in": 12, "samples_kept": 11, "samples_rejected": 1, "samples_edited": 1,
+                                  "samples_accepted": 1, "samples_unlabelled": 9, "samples_stale_labels": 1,
+                                  "samples_invalid": 0, "history_updated": 2}
+    (stage,) = manifest["stages"]
+    assert stage == {"stage": "human_gate", "unit": "sample", "in": 12, "kept": 11, "rejected": 1,
+                     "reasons": {"human:wrong_point": 1}}
+    assert manifest["kind"] == "sample" and manifest["lineage"]["parent"]["version"] == "v0001"
+    labels_info = manifest["lineage"]["labels"]
+    assert labels_info["annotators"] == ["alice", "bob"] and labels_info["last_label_id"] == 6
+    assert [s["file"] for s in manifest["shards"]] == ["data/part-00000.parquet", "data/part-00001.parquet"]
+    assert sum(s["rows"] for s in manifest["shards"]) == 11
+    (rfile,) = manifest["rejects"]
+    assert rfile["file"] == "rejects/human_gate-00000-of-00001.parquet" and rfile["rows"] == 1
+    (reject,) = pq.read_table(out / rfile["file"]).to_pylist()
     assert (reject["record_id"], reject["stage"], reject["reason"]) == (t0[1].id, "human_gate", "human:wrong_point")
     assert json.loads(reject["payload"])["id"] == t0[1].id  # the refused record is kept whole
     assert counts.kept == 11

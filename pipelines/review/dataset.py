@@ -112,10 +112,7 @@ def open_dataset(root: str | Path, blobs: str | Path | None = None) -> DatasetVe
             ds.manifest = json.loads(manifest.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             ds.manifest = {}
-    blob_root = Path(blobs) if blobs else None
-    if blob_root is None and (root / "blobs").is_dir():
-        blob_root = root / "blobs"
-    ds.blobs = BlobStore(blob_root) if blob_root else None
+    ds.blobs = _blob_store(root, blobs, ds.manifest)
     for path in files:
         pf = pq.ParquetFile(path)
         for rg in range(pf.num_row_groups):
@@ -138,6 +135,23 @@ def open_dataset(root: str | Path, blobs: str | Path | None = None) -> DatasetVe
     for path in ds.reject_files:
         _index_rejects(ds, path)
     return ds
+
+
+def _blob_store(root: Path, blobs: str | Path | None, manifest: dict) -> BlobStore | None:
+    """Where non-embedded screenshots live: the flag, else the curation manifest's blob store, else ``blobs/``
+    beside or above the version (curation's default puts it next to its inputs)."""
+    if blobs:
+        return BlobStore(blobs)
+    lineage = manifest.get("lineage") if isinstance(manifest.get("lineage"), dict) else {}
+    recorded = lineage.get("blob_store")
+    if isinstance(recorded, str) and recorded:
+        local = Path(recorded)
+        if "://" in recorded or local.is_dir():
+            return BlobStore(recorded)
+    for candidate in (root / "blobs", root.parent / "blobs"):
+        if candidate.is_dir():
+            return BlobStore(candidate)
+    return None
 
 
 def _index_rejects(ds: DatasetVersion, path: Path) -> None:

@@ -31,7 +31,8 @@ import pyarrow.parquet as pq
 from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session
 
-from pipelines.review.dataset import DatasetError, data_files_of, open_dataset
+from pipelines.curation.dataset import clean_stale_staging, new_staging, publish
+from pipelines.review.dataset import DatasetError, open_dataset
 from pipelines.review.db import Label, Verdict
 from pipelines.review.labels import LabelView, iter_labels, latest_by_annotator
 from schemas import Reject, Sample
@@ -40,10 +41,25 @@ from schemas.errors import RecordValidationError
 from schemas.recordio import write_parquet
 from schemas.records import parse_record
 from schemas.sample import sample_content_hash
+from schemas.version import SCHEMA_VERSION
 
 STAGE = "human_gate"
 POLICIES = ("any-reject", "majority")
-MANIFEST_FORMAT = "trajforge.dataset-version/1"
+PIPELINE_VERSION = "human-gate-1"
+# The curation layout (pipelines.curation.write), restated here so the gate does not import Apache Beam.
+DATA_DIR, REJECTS_DIR = "data", "rejects"
+
+
+def shard_name(prefix: str, index: int, count: int) -> str:
+    return f"{prefix}-{index:05d}-of-{count:05d}.parquet"
+
+
+def file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
 
 
 class GateError(ValueError):
@@ -92,22 +108,6 @@ def decide(latest: dict[str, LabelView], content_hash: str, policy: str) -> tupl
     return d, False
 
 
-def _sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
-def next_version_dir(data_dir: Path) -> Path:
-    """``…/v0003`` → ``…/v0004`` (the curation layout); anything else gets a ``-reviewed`` sibling."""
-    name = data_dir.name
-    if name.startswith("v") and name[1:].isdigit():
-        return data_dir.parent / f"v{int(name[1:]) + 1:0{len(name) - 1}d}"
-    return data_dir.parent / f"{name}-reviewed"
-
-
 def apply_labels(
     data_dir: str | Path,
     engine: Engine,
@@ -125,10 +125,10 @@ def apply_labels(
         ds = open_dataset(data_dir)
     except DatasetError as exc:
         raise GateError(str(exc)) from None
-    out = Path(out_dir) if out_dir else next_version_dir(data_dir)
-    if out.resolve() == data_dir.resolve():
+    out = Path(out_dir) if out_dir else None
+    if out is not None and out.resolve() == data_dir.resolve():
         raise GateError(f"--out {out} is the input version; a dataset version is never rewritten in place")
-    if out.exists() and not overwrite:
+    if out is not None and out.exists() and not overwrite:
         raise GateError(f"{out} already exists; pass overwrite=True (--overwrite) to replace it")
 
     with Session(engine) as db:
@@ -148,17 +148,28 @@ def apply_labels(
         if not d.reject and d.instruction is not None:
             new_instructions.setdefault(ref.trajectory_id, {})[ref.step_index] = d.instruction
 
-    staging = out.parent / f".{out.name}.partial-{uuid.uuid4().hex[:8]}"
-    staging.mkdir(parents=True)
+    if out is None:
+        # Curation's layout: stage under the dataset root, publish as the next free vNNNN by one rename.
+        clean_stale_staging(data_dir.parent)
+        staging = new_staging(data_dir.parent)
+    else:
+        staging = out.parent / f".{out.name}.partial-{uuid.uuid4().hex[:8]}"
+        staging.mkdir(parents=True)
     try:
         files, rejects = _write_shards(ds.data_files, staging, decisions, new_instructions, counts, progress)
+        reject_files = []
         if rejects:
-            write_parquet(rejects, staging / "rejects" / f"{STAGE}.parquet", "reject")
-        manifest = _manifest(out, data_dir, ds.manifest, engine, snapshot, annotators, policy, counts, files,
-                             len(rejects))
+            rpath = staging / REJECTS_DIR / shard_name(STAGE, 0, 1)
+            write_parquet(rejects, rpath, "reject")
+            reject_files.append({"file": f"{REJECTS_DIR}/{rpath.name}", "rows": len(rejects),
+                                 "sha256": file_sha256(rpath)})
+        manifest = _manifest(data_dir, ds.manifest, engine, snapshot, annotators, policy, counts, files,
+                             reject_files)
         (staging / "manifest.json").write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n",
                                                encoding="utf-8")
-        if out.exists():
+        if out is None:
+            out = publish(staging, data_dir.parent)
+        elif out.exists():
             trash = out.parent / f".{out.name}.replaced-{uuid.uuid4().hex[:8]}"
             os.replace(out, trash)
             os.replace(staging, out)
@@ -204,10 +215,10 @@ def _write_shards(
             sample = _apply(sample, decisions.get(sample.id), new_instructions, counts, rejects)
             if sample is not None:
                 kept.append(sample)
-        if kept:
-            target = staging / "data" / path.name
-            write_parquet(kept, target, "sample")
-            written.append({"path": f"data/{path.name}", "rows": len(kept), "sha256": _sha256_file(target)})
+        # Every input shard yields one output shard of the same name (possibly empty), so "-of-N" names hold.
+        target = staging / DATA_DIR / path.name
+        write_parquet(kept, target, "sample")
+        written.append({"file": f"{DATA_DIR}/{path.name}", "rows": len(kept), "sha256": file_sha256(target)})
     if bar is not None:
         bar.close()
     return written, rejects
@@ -268,7 +279,6 @@ def _row_json(row: dict) -> str:
 
 
 def _manifest(
-    out: Path,
     data_dir: Path,
     parent_manifest: dict,
     engine: Engine,
@@ -276,40 +286,48 @@ def _manifest(
     annotators: list[str],
     policy: str,
     counts: GateCounts,
-    files: list[dict],
-    n_rejects: int,
+    shards: list[dict],
+    rejects: list[dict],
 ) -> dict:
+    """Same top-level shape as curation's manifest (totals, stages, shards, rejects, lineage, config)."""
     parent_file = data_dir / "manifest.json"
+    url = engine.url
+    db = url.render_as_string(hide_password=True) if url.get_backend_name() != "sqlite" else (
+        "sqlite:///" + Path(url.database or "").name)
+    parent_lineage = parent_manifest.get("lineage") if isinstance(parent_manifest.get("lineage"), dict) else {}
     return {
-        "format": MANIFEST_FORMAT,
-        "version": out.name,
-        "stage": STAGE,
-        "created_at": datetime.now(UTC).isoformat(),
-        "parent": {
-            "version": data_dir.name,
-            "manifest_sha256": _sha256_file(parent_file) if parent_file.is_file() else None,
-            "dataset": parent_manifest.get("dataset"),
-            "input_files": [p.name for p in data_files_of(data_dir)],
-        },
-        "policy": policy,
-        "labels": {
-            "db": engine.url.render_as_string(hide_password=True).split("?")[0].rsplit("/", 1)[-1]
-            if engine.url.get_backend_name() == "sqlite" else engine.url.render_as_string(hide_password=True),
-            "last_label_id": snapshot,
-            "annotators": annotators,
-        },
-        "counts": {
-            "input": counts.input,
-            "output": counts.kept,
-            "rejected": counts.rejected,
-            "edited": counts.edited,
-            "accepted": counts.accepted,
-            "unlabelled": counts.unlabelled,
-            "stale_labels": counts.stale,
-            "invalid": counts.invalid,
+        "schema_version": SCHEMA_VERSION,
+        "kind": "sample",
+        "pipeline_version": PIPELINE_VERSION,
+        "totals": {
+            "samples_in": counts.input,
+            "samples_rejected": counts.rejected + counts.invalid,
+            "samples_kept": counts.kept,
+            "samples_edited": counts.edited,
+            "samples_accepted": counts.accepted,
+            "samples_unlabelled": counts.unlabelled,
+            "samples_stale_labels": counts.stale,
+            "samples_invalid": counts.invalid,
             "history_updated": counts.history_updated,
         },
-        "reject_reasons": dict(sorted(counts.reasons.items())),
-        "files": files,
-        "rejects": [{"path": f"rejects/{STAGE}.parquet", "rows": n_rejects}] if n_rejects else [],
+        "stages": [{
+            "stage": STAGE, "unit": "sample", "in": counts.input, "kept": counts.kept,
+            "rejected": counts.rejected + counts.invalid,
+            "reasons": dict(sorted({**{f"human:{k}": v for k, v in counts.reasons.items()},
+                                    **({"invalid_record": counts.invalid} if counts.invalid else {})}.items())),
+        }],
+        "shards": shards,
+        "rejects": rejects,
+        "content_fingerprint": hashlib.sha256("".join(s["sha256"] for s in shards).encode()).hexdigest(),
+        "lineage": {
+            "parent": {
+                "version": data_dir.name,
+                "manifest_sha256": file_sha256(parent_file) if parent_file.is_file() else None,
+                "content_fingerprint": parent_manifest.get("content_fingerprint"),
+            },
+            "blob_store": parent_lineage.get("blob_store"),
+            "labels": {"db": db, "last_label_id": snapshot, "annotators": annotators},
+            "created_at": datetime.now(UTC).isoformat(),
+        },
+        "config": {"policy": policy},
     }
