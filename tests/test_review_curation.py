@@ -1,0 +1,64 @@
+"""Review on a version the real curation pipeline (Beam) published: serve it, audit its rejects, gate it to vNNNN+1."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from urllib.parse import quote
+
+import test_review_support as rs
+from fastapi.testclient import TestClient
+from sqlalchemy.orm import Session
+
+from pipelines.curation.config import CurateConfig
+from pipelines.curation.dataset import versions
+from pipelines.curation.pipeline import curate
+from pipelines.review.app import ReviewConfig, create_app
+from pipelines.review.auth import add_annotator
+from pipelines.review.db import make_engine
+from pipelines.review.gate import apply_labels
+from schemas import BlobStore
+from schemas.recordio import iter_records, write_jsonl
+
+CSRF_RE = re.compile(r'name="csrf_token" value="([0-9a-f]{64})"')
+
+
+def test_curated_version_is_reviewable_and_gated_into_the_next_version(tmp_path):
+    store = BlobStore(tmp_path / "in" / "blobs")
+    write_jsonl([rs.trajectory(store, s, 3, hostile=True) for s in range(4)], tmp_path / "in" / "t.jsonl")
+    result = curate(CurateConfig(inputs=[tmp_path / "in" / "t.jsonl"], out=tmp_path / "ds",
+                                 instruction_dedupe="minhash", embed_images=False))
+    v1 = result.version_dir
+    engine = make_engine(f"sqlite:///{tmp_path / 'labels.sqlite'}")
+    with Session(engine) as db:
+        add_annotator(db, "alice", "alice-password")
+    app = create_app(ReviewConfig(data_dir=v1), engine)  # screenshots come from the manifest's blob store
+    ds = app.state.review.ds
+    assert len(ds.refs) == result.manifest["totals"]["samples_kept"] > 0
+    assert len(ds.rejected) == result.manifest["totals"]["samples_rejected"] > 0
+
+    client = TestClient(app, base_url="http://review.test")
+    token = CSRF_RE.search(client.get("/login").text).group(1)
+    client.post("/login", data={"username": "alice", "password": "alice-password", "csrf_token": token})
+    csrf = CSRF_RE.search(client.get("/queue").text).group(1)
+    sid = sorted(ds.refs)[0]
+    page = client.get(f"/samples/{quote(sid, safe='')}")
+    assert page.status_code == 200 and "&lt;script&gt;" in page.text
+    shot = client.get(f"/screenshots/{ds.refs[sid].screenshot_sha256}.png")
+    assert shot.status_code == 200 and hashlib.sha256(shot.content).hexdigest() == ds.refs[sid].screenshot_sha256
+    audit = client.get("/queue/gate_rejected/next")  # a sample the near-duplicate stage refused, with its reason
+    assert audit.status_code == 200 and "near_dup_instructions" in audit.text
+
+    r = client.post("/labels", data={"sample_id": sid, "content_hash": ds.refs[sid].content_hash, "csrf_token": csrf,
+                                     "verdict": "reject", "reason_code": "task_mismatch"}, follow_redirects=False)
+    assert r.status_code == 303
+    v2, counts = apply_labels(v1, engine)
+    assert v2 == tmp_path / "ds" / "v0002" and versions(tmp_path / "ds") == [v1, v2]
+    kept = [p.record.id for f in sorted((v2 / "data").glob("*.parquet")) for p in iter_records(f, "sample")]
+    assert sid not in kept and len(kept) == len(ds.refs) - 1 == counts.kept
+    manifest = json.loads((v2 / "manifest.json").read_text())
+    assert manifest["lineage"]["parent"]["content_fingerprint"] == result.manifest["content_fingerprint"]
+    assert manifest["lineage"]["blob_store"] == result.manifest["lineage"]["blob_store"]
+    assert manifest["stages"][0]["reasons"] == {"human:task_mismatch": 1}
+    engine.dispose()
