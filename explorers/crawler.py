@@ -81,10 +81,15 @@ class Crawler:
         self.filler = FormFiller(app.form_values)
         s = config.settle
         self.settle = SettleConfig(timeout_s=s.timeout_s, interval_s=s.interval_s, quiet_polls=s.quiet_polls)
-        self._device_factory = device_factory or (lambda: open_device(endpoint, profile, self.settle))
+        self._factory = device_factory or (lambda: open_device(endpoint, profile, self.settle))
+        self._last_device: Device | None = None
         self.stats = CrawlStats(app.id, self.worker)
         self._blocked_seen: set[tuple[str, str]] = set()
         self._replay()
+
+    def _device_factory(self) -> Device:
+        self._last_device = self._factory()
+        return self._last_device
 
     # --- resume --------------------------------------------------------------------------------
     def _replay(self) -> None:

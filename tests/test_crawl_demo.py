@@ -1,0 +1,182 @@
+"""End-to-end crawls of the bundled demo app through real Chromium (chromedriver and Appium).
+
+Proves: every screen is found, clock/banner/counter variants merge into one state, no dangerous action ever
+reaches the app (its own record), login is replayed after a new session, a killed browser is recovered from,
+and a crawl killed with SIGKILL resumes without losing or duplicating a transition.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import yaml
+
+from explorers.config import parse_config
+from explorers.crawler import Crawler
+from explorers.profiles import VIEWPORTS, Profile
+from explorers.sessions import EndpointSpec
+from explorers.store import GraphStore, read_log
+
+LOGIN = {
+    "when_present": '[data-testid="login-username"]',
+    "steps": [
+        {"type": '[data-testid="login-username"]', "text": "demo"},
+        {"type": '[data-testid="login-password"]', "text": "demo123"},
+        {"tap": '[data-testid="login-submit"]'},
+        {"wait_for": '[data-testid="note-list"]'},
+    ],
+}
+
+
+def _config(out: Path, device_url: str, app_url: str, steps: int, kind: str = "chromedriver") -> dict[str, Any]:
+    return {
+        "run_id": "test", "output": str(out),
+        "devices": [{"name": "d0", "url": device_url, "kind": kind}],
+        "apps": [{"id": "demo-notes", "entry": app_url + "/", "login": LOGIN}],
+        "budget": {"max_steps": steps, "max_seconds": 240, "max_restarts": 10},
+    }
+
+
+def _dangerous(app_url: str) -> list[dict[str, str]]:
+    with urllib.request.urlopen(app_url + "/__demo/dangerous") as r:
+        return json.loads(r.read())
+
+
+def _path(url: str) -> str:
+    from urllib.parse import urlsplit
+
+    return "/".join("<n>" if p.isdigit() else p for p in urlsplit(url).path.split("/"))
+
+
+def test_crawl_finds_every_screen_merges_dynamic_variants_and_triggers_nothing_dangerous(
+    tmp_path: Path, chromedriver_url: str, demo_app_url: str
+) -> None:
+    cfg = parse_config(_config(tmp_path, chromedriver_url, demo_app_url, 75))
+    crawler = Crawler(cfg, cfg.apps[0], Profile(VIEWPORTS["desktop"]), EndpointSpec("d0", chromedriver_url))
+    stats = crawler.run()
+    assert stats.steps == 75, stats
+    summary = GraphStore(tmp_path, "demo-notes").export()
+    assert summary.transitions == 75 and summary.duplicates_dropped == 0
+    nodes = pq.read_table(tmp_path / "demo-notes" / "nodes.parquet").to_pylist()
+    found = {_path(n["location"]) for n in nodes}
+    expected = {"/login", "/notes", "/notes/<n>", "/notes/<n>/edit", "/notes/new", "/messages", "/upgrade",
+                "/account", "/settings"}
+    assert expected <= found, expected - found
+    obs = pq.read_table(tmp_path / "demo-notes" / "observations.parquet").to_pylist()
+    # The share dialog (same URL as the note, a modal over it) is a screen too.
+    assert any(e["resource_id"] == "share-link" and e["visible"] for o in obs for e in o["elements"])
+    # Clock, banner and visit counter change on every visit; the account page must still be one state.
+    account = [o for o in obs if _path(o["location"]) == "/account"]
+    assert len(account) >= 2
+    texts = {tuple(e["text"] for e in o["elements"] if e["resource_id"] in ("clock", "visit-counter", "banner"))
+             for o in account}
+    assert len(texts) >= 2, "the dynamic widgets should have differed between visits"
+    # The crawler may switch the app's language in Settings: that is a real new screen, so count per language.
+    languages = {next(e["text"] for e in o["elements"] if e["role"] == "heading") for o in account}
+    assert len({n["state_id"] for n in nodes if _path(n["location"]) == "/account"}) == len(languages)
+    # Safety: the app's own record of executed dangerous actions is empty, and the audit log shows refusals.
+    assert _dangerous(demo_app_url) == []
+    audit = crawler.audit.entries()
+    assert {e["decision"] for e in audit} >= {"act", "blocked", "script"}
+    assert all(e.get("reason") for e in audit)
+    # Every observation records its device profile (domain randomization).
+    assert {o["device"]["name"] for o in obs} == {"desktop-en-light-fs1"}
+    assert all(o["device"]["locale"] == "en" and o["device"]["kind"] == "desktop" for o in obs)
+
+
+def _chromium_pids(profile_dir: Path) -> list[int]:
+    pids = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                cmd = (d / "cmdline").read_bytes().decode(errors="replace")
+            except OSError:
+                continue
+            if f"--user-data-dir={profile_dir}" in cmd:
+                pids.append(int(d.name))
+    return pids
+
+
+def test_browser_killed_mid_crawl_recovers_and_logs_in_again(
+    tmp_path: Path, chromedriver_url: str, demo_app_url: str
+) -> None:
+    cfg = parse_config(_config(tmp_path, chromedriver_url, demo_app_url, 30))
+    killed: list[int] = []
+    holder: dict[str, Any] = {}
+
+    def progress(d: dict[str, Any]) -> None:
+        if d["steps"] == 10 and not killed:
+            device = holder["crawler"]._last_device
+            for pid in _chromium_pids(device.profile_dir):
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+
+    crawler = Crawler(cfg, cfg.apps[0], Profile(VIEWPORTS["phone"]), EndpointSpec("d0", chromedriver_url), progress)
+    holder["crawler"] = crawler
+    stats = crawler.run()
+    assert killed, "the browser process was not found"
+    assert stats.session_restarts >= 1 and stats.steps == 30, stats
+    records = list(read_log(crawler.store.log_path(crawler.worker)))
+    scripted = [o for r in records for o in r["observations"] if o["scripted"]]
+    assert len(scripted) >= 2, "login must be replayed in the new session"
+    unscripted = [o for r in records for o in r["observations"] if not o["scripted"]]
+    assert all(_path(o["observation"]["location"]) != "/login" for o in unscripted), "stayed logged in"
+    assert _dangerous(demo_app_url) == []
+
+
+def test_kill_9_mid_crawl_then_rerun_loses_and_duplicates_nothing(
+    tmp_path: Path, chromedriver_url: str, demo_app_url: str
+) -> None:
+    steps = 36
+    config = tmp_path / "crawl.yaml"
+    config.write_text(yaml.safe_dump(_config(tmp_path / "out", chromedriver_url, demo_app_url, steps)))
+    cmd = [sys.executable, "-m", "pipelines.cli", "crawl", "--config", str(config), "--no-progress"]
+    log = tmp_path / "out" / "demo-notes" / "log" / "desktop-en-light-fs1.jsonl"
+    proc = subprocess.Popen(cmd, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and (not log.exists() or log.read_bytes().count(b"\n") < 14):
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)  # the CLI and its worker process, mid-step
+    proc.wait()
+    before = [r["seq"] for r in read_log(log)]
+    assert 0 < len(before) < steps
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stdout + done.stderr
+    records = list(read_log(log))
+    assert [r["seq"] for r in records] == list(range(len(records)))
+    trans = pq.read_table(tmp_path / "out" / "demo-notes" / "transitions.parquet").to_pylist()
+    ids = Counter(t["id"] for t in trans)
+    assert len(trans) == steps and max(ids.values()) == 1
+    obs_ids = set(pq.read_table(tmp_path / "out" / "demo-notes" / "observations.parquet", columns=["id"])
+                  .column("id").to_pylist())
+    assert all(t["from_observation_id"] in obs_ids and t["to_observation_id"] in obs_ids for t in trans)
+    # Same invariants as an uninterrupted crawl: the budget is spent exactly once, states were found.
+    assert len({t["to_state"] for t in trans}) >= 8
+    assert _dangerous(demo_app_url) == []
+
+
+def test_crawl_through_appium_chromium_driver(tmp_path: Path, appium_url: str, demo_app_url: str) -> None:
+    cfg = parse_config(_config(tmp_path, appium_url, demo_app_url, 12, kind="appium-chromium"))
+    stats = Crawler(cfg, cfg.apps[0], Profile(VIEWPORTS["tablet"], locale="zh", color_scheme="dark"),
+                    EndpointSpec("d0", appium_url, "appium-chromium")).run()
+    assert stats.steps == 12 and stats.states >= 4, stats
+    GraphStore(tmp_path, "demo-notes").export()
+    obs = pq.read_table(tmp_path / "demo-notes" / "observations.parquet").to_pylist()
+    assert {(o["device"]["kind"], o["device"]["locale"], o["device"]["color_scheme"]) for o in obs} == {
+        ("tablet", "zh", "dark")}
+    assert {(o["width"], o["height"]) for o in obs} == {(820, 1180)}
+
+
+def test_threads_are_not_left_behind() -> None:
+    assert threading.active_count() < 20
