@@ -51,8 +51,8 @@ class RecordFilter(ABC, Generic[T]):
         verdict = self.decide(record)
         if verdict is True:
             return None
-        if verdict is False:
-            return Drop(self.name)
+        if verdict is False:  # a bare False: the filter's one-line docstring is the detail
+            return Drop(self.name, (self.__doc__ or self.name).strip().splitlines()[0])
         return verdict
 
 
