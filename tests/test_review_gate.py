@@ -132,3 +132,10 @@ def test_gate_cli_against_postgresql(tmp_path, pg_url):  # noqa: F811
         [sys.executable, "-m", "pipelines.cli", "review", "apply-labels", "--data", str(version), "--db", pg_url,
          "--out", str(tmp_path / "next")], capture_output=True, text=True, timeout=120)
     assert again.returncode == 1 and "already exists" in again.stdout + again.stderr
+    exported = subprocess.run(
+        [sys.executable, "-m", "pipelines.cli", "review", "export-labels", "--db", pg_url, "--out",
+         str(tmp_path / "labels.jsonl")], capture_output=True, text=True, timeout=120)
+    assert exported.returncode == 0, exported.stdout + exported.stderr
+    rows = [json.loads(line) for line in (tmp_path / "labels.jsonl").read_text().splitlines()]
+    assert len(rows) == 6 and {r["annotator"] for r in rows} == {"alice", "bob"}
+    assert all(r["content_hash"] and r["created_at"] for r in rows)
