@@ -62,7 +62,7 @@ def test_offline_tasks_steps_and_reasoning_are_hand_checked() -> None:
     by_key = {tuple(t.lineage.source_ids): t for t in out.trajectories}
     create = by_key[("e01", "e02", "e03", "e04", "e07", "e08")]
     assert create.task.instruction == (
-        "Enter “demo” as Username and “demo123” as Password and tap “Log in”, "
+        "Enter “demo” as Username, enter “demo123” as Password and tap “Log in”, "
         "then enter “Weekend plans” as Title and tap “Save”"
     )
     assert [s.instruction for s in create.steps] == [
@@ -112,7 +112,7 @@ def test_zh_crawl_gets_zh_and_en_tasks() -> None:
     assert langs == {"zh", "en"}
     zh_task = next(t for t in out.trajectories if t.task.language == "zh" and t.lineage.source_ids[-1] == "e05")
     assert zh_task.task.instruction == (
-        "填写Username为“demo”、Password为“demo123”，然后点击“Log in”，然后打开Settings页面"
+        "将Username填写为“demo”、将Password填写为“demo123”，然后点击“Log in”，然后打开Settings页面"
     )
     assert zh_task.steps[2].instruction == "点击“Log in”按钮"
     assert "点击" in zh_task.steps[2].reasoning

@@ -43,6 +43,9 @@ def register(app: typer.Typer) -> None:
         replay_url: str | None = typer.Option(None, help="WebDriver endpoint (chromedriver/Appium) to replay every "
                                                          "task on; omit to skip replay verification."),
         replay_kind: str = typer.Option("chromedriver", help="Endpoint kind for --replay-url."),
+        crawl_config: Path | None = typer.Option(None, exists=True, dir_okay=False,
+                                                 help="The crawl's YAML config: replay starts each app like the "
+                                                      "crawler did (entry URL, login and setup scripts)."),
     ) -> None:
         """Sample paths from each app's graph and turn them into tasks, steps, reasoning and accepted actions."""
         from pipelines.synthesis.accounting import Usage
@@ -70,7 +73,12 @@ def register(app: typer.Typer) -> None:
         if replay_url:
             from pipelines.synthesis.verify.replay import ExplorerReplayer
 
-            replay = ExplorerReplayer(replay_url, replay_kind, progress_console=console)
+            apps = {}
+            if crawl_config is not None:
+                from explorers.config import load_config
+
+                apps = {a.id: a for a in load_config(crawl_config).apps}
+            replay = ExplorerReplayer(replay_url, replay_kind, apps=apps, progress_console=console)
         extra = None
         if recovery:
             from pipelines.synthesis.recovery import recovery_trajectories

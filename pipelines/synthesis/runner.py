@@ -28,6 +28,7 @@ from pipelines.synthesis.parse import StepText, SynthParseError, parse_step, par
 from pipelines.synthesis.paths import GraphPath, PathConfig, sample_paths
 from pipelines.synthesis.verify.accepted import accepted_actions
 from pipelines.synthesis.verify.consistency import check_reasoning
+from pipelines.synthesis.verify.replay import StateIndex
 from schemas import BlobStore, Lineage, Reject, Step, Task, Trajectory, Transition, Verification
 from schemas.base import stable_id
 from schemas.recordio import write_parquet
@@ -189,7 +190,7 @@ def _write_json(data: dict[str, Any], path: Path) -> None:
     os.replace(tmp, path)
 
 
-Replayer = Callable[[list[Trajectory]], list[Trajectory]]
+Replayer = Callable[[list[Trajectory], StateIndex], list[Trajectory]]
 
 
 def run_synthesis(graph_dir: str | Path, out_dir: str | Path, backend: Backend, config: SynthConfig | None = None,
@@ -226,10 +227,12 @@ def run_synthesis(graph_dir: str | Path, out_dir: str | Path, backend: Backend, 
         if extra is not None:
             trajs += extra(graph)
     if replay is not None and trajs:
-        trajs = replay(trajs)
+        trajs = replay(trajs, StateIndex(loaded.graphs.values()))
     write_parquet(trajs, out / "trajectories.parquet", "trajectory")
     write_parquet(rejects, out / "rejects.parquet", "reject")
     summary = summarize(trajs, rejects, n_paths, usage)
     summary.update(backend=backend.model_id, prompt_version=backend.prompt_version)
+    if replay is not None:
+        summary["replay_failures"] = dict(getattr(replay, "failures", {}))
     _write_json(summary, out / "summary.json")
     return RunReport(trajs, rejects, summary)

@@ -18,6 +18,7 @@ from pipelines.synthesis.paths import COMMIT_WORDS
 from pipelines.synthesis.prompts import PromptSet
 
 POINTED = {"Click", "LongPress"}
+CHOICE_ROLES = {"radio", "checkbox", "switch", "option", "menuitemradio", "menuitemcheckbox"}
 
 
 class OfflineBackend(Backend):
@@ -90,6 +91,8 @@ class OfflineBackend(Backend):
             last_commit = False
             if action["action_type"] in ("Write", "Select"):
                 fields.append(t["field"].format(value=action["value"], label=label))
+            elif action["action_type"] == "Click" and target.get("role") in CHOICE_ROLES and label:
+                fields.append(t["choice"].format(label=label))
             elif action["action_type"] == "Click" and fields and COMMIT_WORDS.search(label):
                 clauses.append(t["fill"].format(fields=t["and"].join(fields), commit=label))
                 fields, last_commit = [], True

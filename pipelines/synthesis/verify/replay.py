@@ -1,0 +1,164 @@
+"""Replay verification: re-execute a synthesized trajectory on a fresh device and check where it lands.
+
+A trajectory is *executable* when, starting the app the way the crawler did (open the entry, run the login
+and setup scripts), the recorded actions lead through the recorded states to the target state. States are
+compared with the explorers' own abstraction (the structural hash of ``explorers.abstraction.features``, which
+ignores typed values, dynamic text and list length), against every capture the graph holds of the expected
+state. The first step whose screen does not match is recorded, so a failing rate points at a cause.
+
+Devices come from ``explorers.sessions.open_device`` (one per device profile, reused across trajectories;
+web sessions get their cookies cleared between trajectories so each replay starts from a fresh app state).
+Android devices would need an app reset here instead; that is not implemented.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from pipelines.synthesis.graph_input import AppGraph
+from schemas import Action, DeviceProfile, Trajectory, Verification
+
+
+class ReplayDevice(Protocol):
+    """What replay needs from a device; ``explorers.device.Device`` provides it."""
+
+    def open(self, target: str) -> None: ...
+    def perform(self, action: Action, widget: Any = None) -> None: ...
+    def settle(self) -> Any: ...
+    def capture(self) -> Any: ...
+
+
+@dataclass
+class ReplayOutcome:
+    ok: bool
+    reason: str = ""
+    step: int | None = None  # index of the first step that diverged (-1: the start screen)
+
+
+class StateIndex:
+    """Observation id → the structural hashes of every capture of its state, across the given graphs."""
+
+    def __init__(self, graphs: Iterable[AppGraph]):
+        self._hashes: dict[str, set[str]] = {}
+        for g in graphs:
+            for obs_ids in g.state_observations.values():
+                hashes = {g.observations[o].structural_hash for o in obs_ids if o in g.observations}
+                hashes.discard("")
+                for o in obs_ids:
+                    self._hashes.setdefault(o, set()).update(hashes)
+
+    def expected(self, obs_id: str | None) -> set[str]:
+        return self._hashes.get(obs_id or "", set())
+
+
+def screen_hash(screen: Any) -> str:
+    from explorers.abstraction import features
+
+    return features(screen, with_phash=False).structural_hash
+
+
+def replay_one(device: ReplayDevice, traj: Trajectory, index: StateIndex,
+               start: Callable[[ReplayDevice], None]) -> ReplayOutcome:
+    """Start the app, check the start screen, then act step by step, checking every screen reached."""
+    try:
+        start(device)
+        if screen_hash(device.capture()) not in index.expected(traj.steps[0].observation.id):
+            return ReplayOutcome(False, "start_state_mismatch", -1)
+        for i, step in enumerate(traj.steps):
+            device.perform(step.action)
+            device.settle()
+            want = traj.steps[i + 1].observation.id if i + 1 < len(traj.steps) else step.next_observation_id
+            if screen_hash(device.capture()) not in index.expected(want):
+                return ReplayOutcome(False, "diverged", i)
+    except Exception as exc:  # a click that raised, a script that timed out: not executable as recorded
+        first_line = (str(exc).splitlines() or [""])[0][:200]
+        return ReplayOutcome(False, f"error: {type(exc).__name__}: {first_line}")
+    return ReplayOutcome(True)
+
+
+def mark(traj: Trajectory, outcome: ReplayOutcome) -> Trajectory:
+    scores = {**traj.scores, "replay_ok": 1.0 if outcome.ok else 0.0}
+    if outcome.step is not None:
+        scores["replay_failed_step"] = float(outcome.step)
+    verification = Verification.REPLAYED if outcome.ok else Verification.REPLAY_FAILED
+    return traj.model_copy(update={"verification": verification, "scores": scores})
+
+
+def profile_for(device: DeviceProfile) -> Any:
+    """The explorers' crawl profile that produced captures on ``device`` (viewport from its name or size)."""
+    from explorers.profiles import VIEWPORTS, Profile, Viewport
+
+    base = VIEWPORTS.get(device.name.split("-")[0])
+    if base is None or round(base.width * base.pixel_ratio) != device.width:
+        ratio = device.pixel_ratio or 1.0
+        base = Viewport(device.name, round(device.width / ratio), round(device.height / ratio), device.kind, ratio)
+    return Profile(base, locale=getattr(device, "locale", "") or "en",
+                   color_scheme=getattr(device, "color_scheme", "") or "light",
+                   font_scale=getattr(device, "font_scale", 1.0) or 1.0)
+
+
+class ExplorerReplayer:
+    """Replays trajectories through real WebDriver sessions opened by the explorers' session code.
+
+    ``apps`` maps app ids to the crawl config's ``AppConfig`` (entry URL, login and setup scripts); without
+    one, a replay starts by opening the first step's location.
+    """
+
+    def __init__(self, endpoint_url: str, kind: str = "chromedriver", apps: dict[str, Any] | None = None,
+                 progress_console: Any = None, on_done: Callable[[int], None] | None = None):
+        self.endpoint_url = endpoint_url
+        self.kind = kind
+        self.apps = apps or {}
+        self.console = progress_console
+        self.on_done = on_done or (lambda _n: None)
+        self.failures: Counter[str] = Counter()
+
+    def _start(self, traj: Trajectory, profile: Any) -> Callable[[ReplayDevice], None]:
+        app = self.apps.get(traj.app_id)
+
+        def start(device: ReplayDevice) -> None:
+            from explorers.scripts import is_present, run_step
+
+            entry = app.entry if app is not None else traj.steps[0].observation.location
+            device.open(entry)
+            driver = getattr(device, "driver", None)
+            if driver is not None and str(traj.steps[0].observation.platform) == "web":
+                with contextlib.suppress(Exception):
+                    driver.delete_all_cookies()  # a fresh app session: no notes or settings from earlier replays
+                device.open(entry)
+            device.settle()
+            if app is None:
+                return
+            values = {"locale": profile.locale, "color_scheme": profile.color_scheme, "profile": profile.key}
+            if app.login and is_present(device, app.login.when_present.format_map(values)):  # type: ignore[arg-type]
+                for step in app.login.steps:
+                    run_step(device, step.filled(values), app.entry)  # type: ignore[arg-type]
+            for step in app.setup:
+                run_step(device, step.filled(values), app.entry)  # type: ignore[arg-type]
+
+        return start
+
+    def __call__(self, trajs: list[Trajectory], index: StateIndex) -> list[Trajectory]:
+        from explorers.sessions import EndpointSpec, open_device
+
+        by_profile: dict[str, list[int]] = defaultdict(list)
+        for i, t in enumerate(trajs):
+            by_profile[t.steps[0].observation.device.name].append(i)
+        out = list(trajs)
+        for positions in by_profile.values():
+            profile = profile_for(trajs[positions[0]].steps[0].observation.device)
+            device = open_device(EndpointSpec("replay", self.endpoint_url, self.kind), profile)
+            try:
+                for i in positions:
+                    outcome = replay_one(device, trajs[i], index, self._start(trajs[i], profile))
+                    if not outcome.ok:
+                        self.failures[outcome.reason.split(":")[0]] += 1
+                    out[i] = mark(trajs[i], outcome)
+                    self.on_done(1)
+            finally:
+                device.quit()
+        return out
