@@ -94,7 +94,8 @@ def register(app: typer.Typer) -> None:
     def apply_labels_cmd(
         data: Path = typer.Option(..., exists=True, file_okay=False, help="Dataset version directory to gate."),
         db: str | None = typer.Option(None, help=DB_HELP),
-        out: Path | None = typer.Option(None, help="Next version directory (default: vNNNN+1 beside --data)."),
+        out: Path | None = typer.Option(None, help="Next version directory (default: publish as the next free "
+                                                   "vNNNN beside --data, the curation layout)."),
         policy: str = typer.Option("any-reject", help="any-reject (one reject drops a step) | majority."),
         overwrite: bool = typer.Option(False, help="Replace --out if it exists (otherwise refuse)."),
     ) -> None:

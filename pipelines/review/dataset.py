@@ -102,7 +102,9 @@ def open_dataset(root: str | Path, blobs: str | Path | None = None) -> DatasetVe
         raise DatasetError(f"{root}: not a directory")
     files = data_files_of(root)
     if not files:
-        raise DatasetError(f"{root}: no Parquet shards found in {root / 'data'} or {root}")
+        found = sorted(p.name for p in root.glob("v[0-9][0-9][0-9][0-9]*") if p.is_dir())
+        hint = f"; this looks like a dataset root: pass one version, e.g. {root / found[-1]}" if found else ""
+        raise DatasetError(f"{root}: no Parquet shards found in {root / 'data'} or {root}{hint}")
     rejects_dir = root / "rejects"
     ds = DatasetVersion(root=root, data_files=files,
                         reject_files=sorted(rejects_dir.glob("*.parquet")) if rejects_dir.is_dir() else [])

@@ -10,8 +10,9 @@ data) drops a step when any annotator rejects it; ``majority`` needs more than h
 recent edit wins. The labels considered are fixed at the start (``last_label_id`` in the manifest), so a rerun
 against the same snapshot produces the same version.
 
-The output is staged in a hidden sibling directory and renamed into place at the end: a crash leaves no
-half-written version, and an existing version is never overwritten unless asked to.
+The output is staged in a hidden directory and renamed into place at the end (by default with curation's
+``publish``, as the next free ``vNNNN`` beside the input): a crash leaves no half-written version, and an
+existing version is never overwritten unless asked to.
 """
 
 from __future__ import annotations
