@@ -55,6 +55,8 @@ apt_missing=()
 if ! command -v fc-list >/dev/null 2>&1 || [[ -z "$(fc-list :lang=zh 2>/dev/null | head -n 1)" ]]; then
     apt_missing+=(fonts-noto-cjk)
 fi
+# The review UI's tests run a real PostgreSQL server (initdb + postgres from Debian's package).
+compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || apt_missing+=(postgresql)
 command -v node >/dev/null 2>&1 || apt_missing+=(nodejs)
 command -v npm >/dev/null 2>&1 || apt_missing+=(npm)
 if [[ ! -d "$VENV_DIR" ]] && command -v "$PYTHON" >/dev/null 2>&1 \
