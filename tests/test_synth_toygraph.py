@@ -5,7 +5,7 @@ hand-check every path, task and accepted-action set.
 
 States: login → (type user, type password, tap "Log in") → notes; notes → "New note" → form;
 form → (type title, tap "Save") → note; notes → "Settings" (header link) or "Preferences" (footer link,
-same target state: an accepted alternative) → settings; note → back → notes.
+same target state: an accepted alternative) → settings; note → back → notes; settings → "All notes" → notes.
 """
 
 from __future__ import annotations
@@ -43,7 +43,8 @@ SCREENS: dict[str, tuple[str, str, list[tuple[str, str, str, tuple[int, int, int
         ("save", "button", "Save", (20, 150, 120, 180)),
     ]),
     "note": ("/notes/2", "Weekend plans", [("edit", "button", "Edit", (20, 60, 120, 90))]),
-    "settings": ("/settings", "Settings", [("theme", "combobox", "Theme", (20, 60, 380, 90))]),
+    "settings": ("/settings", "Settings", [("theme", "combobox", "Theme", (20, 60, 380, 90)),
+                                           ("all-notes", "link", "All notes", (20, 260, 140, 290))]),
 }
 
 
@@ -107,6 +108,7 @@ EDGES: list[tuple[str, str, str, Action]] = [
     ("e08", "form", "note", click("form", "save")),
     ("e09", "note", "notes", Action(type="navigate_back")),
     ("e10", "settings", "settings", click("settings", "theme")),  # ineffective
+    ("e11", "settings", "notes", click("settings", "all-notes")),
     # Typing is recorded by the crawler as a self-loop with effective=False (typing is not a new screen).
 ]
 
@@ -152,7 +154,7 @@ def test_load_graph_from_parquet_classifies_files_by_kind(tmp_path: Path) -> Non
     assert [e.id for e in g.out["notes"]] == ["e04", "e05", "e06"]
     assert [e.id for e in g.loops["login"]] == ["e01", "e02"]
     assert [e.id for e in g.loops["settings"]] == ["e10"]  # kept as a loop, never walked
-    assert "settings" not in g.out
+    assert [e.id for e in g.out["settings"]] == ["e11"]
     assert loaded.blob_root == tmp_path / "blobs"
     assert g.crawl_run == "run-1"
     assert loaded.rejects == []

@@ -83,8 +83,8 @@ def register(app: typer.Typer) -> None:
         if recovery:
             from pipelines.synthesis.recovery import recovery_trajectories
 
-            def extra(g):  # type: ignore[no-untyped-def]
-                return recovery_trajectories(g, impl)
+            def extra(g, trajs):  # type: ignore[no-untyped-def]
+                return recovery_trajectories(g, trajs, impl.prompts)
 
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                       console=console, transient=True) as bar:

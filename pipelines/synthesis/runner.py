@@ -55,7 +55,15 @@ class GraphOutput:
 
 
 def crawl_languages(graph: AppGraph) -> list[str]:
-    """``["zh", "en"]`` when the screens' text is mostly Chinese (a zh-locale crawl), else ``["en"]``."""
+    """``["zh", "en"]`` for a zh-locale crawl, else ``["en"]``.
+
+    The locale is the device profile's when the observations record one (an app switched to Chinese from its
+    own settings during an English crawl is still an English crawl); otherwise it is guessed from the text.
+    """
+    entry = graph.representative(graph.entry)
+    locale = getattr(entry.device, "locale", "") if entry is not None else ""
+    if locale:
+        return ["zh", "en"] if locale.lower().startswith("zh") else ["en"]
     text = "".join(e.text for o in graph.observations.values() for e in o.elements)
     letters = sum(ch.isalpha() for ch in text)
     return ["zh", "en"] if letters and len(CJK_RE.findall(text)) / letters > 0.3 else ["en"]
@@ -195,7 +203,8 @@ Replayer = Callable[[list[Trajectory], StateIndex], list[Trajectory]]
 
 def run_synthesis(graph_dir: str | Path, out_dir: str | Path, backend: Backend, config: SynthConfig | None = None,
                   cache_dir: str | Path | None = None, usage: Usage | None = None,
-                  replay: Replayer | None = None, extra: Callable[[AppGraph], list[Trajectory]] | None = None,
+                  replay: Replayer | None = None,
+                  extra: Callable[[AppGraph, list[Trajectory]], list[Trajectory]] | None = None,
                   progress: Callable[[str, int], Callable[[int], None]] | None = None) -> RunReport:
     """Synthesize every app under ``graph_dir`` into ``out_dir``; returns the records and the summary."""
     config = config or SynthConfig()
@@ -225,7 +234,7 @@ def run_synthesis(graph_dir: str | Path, out_dir: str | Path, backend: Backend, 
         rejects += result.rejects
         n_paths += result.paths
         if extra is not None:
-            trajs += extra(graph)
+            trajs += extra(graph, result.trajectories)
     if replay is not None and trajs:
         trajs = replay(trajs, StateIndex(loaded.graphs.values()))
     write_parquet(trajs, out / "trajectories.parquet", "trajectory")
