@@ -26,7 +26,8 @@ def test_recovery_inserts_a_wrong_step_and_a_reflected_way_back_from_graph_edges
                                      "mistake.</reflection>")
     assert "“All notes”" in back.reasoning and resumed.action.target_element_id == "new"
     assert [s.index for s in target.steps] == list(range(len(target.steps)))
-    assert target.task == next(t for t in base if t.id in target.id or True).task or target.task.instruction
+    original = next(t for t in base if t.lineage.source_ids == ["e01", "e02", "e03", "e04"])
+    assert target.task == original.task and target.id != original.id
     Trajectory.model_validate(target.model_dump())  # still a valid record
     # Every step's screen is the screen its action was recorded on: wrong and back are real graph edges.
     edges = {t.id: t for t in g.transitions}
