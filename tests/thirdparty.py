@@ -1,0 +1,207 @@
+"""Real third-party web apps for crawl tests and benchmarks: TiddlyWiki (npm) and I Hate Money (PyPI).
+
+Why real apps: the demo app was written by us, so a crawler tuned on it proves little. These two come from
+the registries unchanged. Both are installed into ``tools/thirdparty/`` (gitignored), idempotently: a stamp
+file records the pinned version, so a second call does no network work. I Hate Money pins SQLAlchemy 2.0,
+which would downgrade the project's pinned 2.1, so it gets its own small virtualenv instead of ``.venv``.
+
+Run ``python -m tests.thirdparty install`` (scripts/bootstrap.sh does) to install ahead of the tests.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+from explorers.capabilities import free_port
+from explorers.local_servers import LOOPBACK, REPO_ROOT, ManagedProcess, start_process, wait_until_ready
+
+THIRDPARTY_DIR = REPO_ROOT / "tools" / "thirdparty"
+TIDDLYWIKI_VERSION = "5.4.1"
+IHATEMONEY_VERSION = "7.2.1"
+TIDDLYWIKI_DIR = THIRDPARTY_DIR / "tiddlywiki"
+TIDDLYWIKI_JS = TIDDLYWIKI_DIR / "node_modules" / "tiddlywiki" / "tiddlywiki.js"
+IHATEMONEY_VENV = THIRDPARTY_DIR / "ihatemoney-venv"
+IHATEMONEY_PYTHON = IHATEMONEY_VENV / "bin" / "python"
+
+# Tiddlers seeded into every test wiki; a crawl must leave all of them in place (delete is deny-listed).
+SEED_TIDDLERS = {
+    "Groceries": "Milk, eggs and [[Recipes]].",
+    "Recipes": "Pancakes: flour, milk, eggs. See [[Groceries]].",
+    "Travel plans": "Visit the [[Recipes]] market on Saturday.",
+}
+
+
+class InstallError(RuntimeError):
+    """A third-party app could not be installed (no network, no node/npm); the message says what failed."""
+
+
+@contextlib.contextmanager
+def _locked(name: str) -> Iterator[None]:
+    """Serialise installs across concurrent pytest/benchmark processes on this checkout."""
+    THIRDPARTY_DIR.mkdir(parents=True, exist_ok=True)
+    with (THIRDPARTY_DIR / f".{name}.lock").open("w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def _stamped(stamp: Path, version: str) -> bool:
+    return stamp.exists() and stamp.read_text().strip() == version
+
+
+def _run(argv: list[str], what: str, timeout_s: float = 600) -> None:
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise InstallError(f"{what}: {exc}") from None
+    if done.returncode != 0:
+        raise InstallError(f"{what} failed (exit {done.returncode}):\n{(done.stdout + done.stderr)[-3000:]}")
+
+
+def install_tiddlywiki() -> Path:
+    """``npm i tiddlywiki@<pinned>`` into tools/thirdparty/tiddlywiki; returns the path of tiddlywiki.js."""
+    stamp = TIDDLYWIKI_DIR / ".installed-version"
+    if _stamped(stamp, TIDDLYWIKI_VERSION) and TIDDLYWIKI_JS.exists():
+        return TIDDLYWIKI_JS
+    with _locked("tiddlywiki"):
+        if _stamped(stamp, TIDDLYWIKI_VERSION) and TIDDLYWIKI_JS.exists():
+            return TIDDLYWIKI_JS
+        npm = shutil.which("npm")
+        if npm is None:
+            raise InstallError("npm is not installed (scripts/bootstrap.sh installs node and npm)")
+        TIDDLYWIKI_DIR.mkdir(parents=True, exist_ok=True)
+        _run([npm, "install", "--no-audit", "--no-fund", "--prefix", str(TIDDLYWIKI_DIR),
+              f"tiddlywiki@{TIDDLYWIKI_VERSION}"], "npm install tiddlywiki")
+        stamp.write_text(TIDDLYWIKI_VERSION)
+    return TIDDLYWIKI_JS
+
+
+def install_ihatemoney() -> Path:
+    """``pip install ihatemoney==<pinned>`` into its own venv; returns that venv's python."""
+    stamp = IHATEMONEY_VENV / ".installed-version"
+    if _stamped(stamp, IHATEMONEY_VERSION) and IHATEMONEY_PYTHON.exists():
+        return IHATEMONEY_PYTHON
+    with _locked("ihatemoney"):
+        if _stamped(stamp, IHATEMONEY_VERSION) and IHATEMONEY_PYTHON.exists():
+            return IHATEMONEY_PYTHON
+        base = shutil.which("python3.11") or shutil.which("python3") or sys.executable
+        if not IHATEMONEY_PYTHON.exists():
+            _run([base, "-m", "venv", str(IHATEMONEY_VENV)], "create the ihatemoney virtualenv")
+        _run([str(IHATEMONEY_PYTHON), "-m", "pip", "install", "-q", f"ihatemoney=={IHATEMONEY_VERSION}"],
+             "pip install ihatemoney")
+        stamp.write_text(IHATEMONEY_VERSION)
+    return IHATEMONEY_PYTHON
+
+
+def _started(proc: ManagedProcess, url: str, ready_path: str, timeout_s: float = 60.0) -> ManagedProcess:
+    """Wait for an HTTP 200 on ``ready_path``; a server that never got ready is stopped before the error."""
+    try:
+        wait_until_ready(proc, url + ready_path, timeout_s=timeout_s)
+    except BaseException:
+        proc.stop()
+        raise
+    proc.url = url
+    return proc
+
+
+def _tid(title: str, text: str) -> str:
+    return f"title: {title}\ntags: seeded\ntype: text/vnd.tiddlywiki\n\n{text}\n"
+
+
+def start_tiddlywiki(wiki_dir: Path, *, log_dir: Path | None = None) -> ManagedProcess:
+    """Create a Node.js server wiki in ``wiki_dir`` with the seed tiddlers and serve it on a free port."""
+    js = install_tiddlywiki()
+    node = shutil.which("node")
+    if node is None:
+        raise InstallError("node is not installed")
+    if not (wiki_dir / "tiddlywiki.info").exists():
+        _run([node, str(js), str(wiki_dir), "--init", "server"], "tiddlywiki --init server", timeout_s=60)
+    tiddlers = wiki_dir / "tiddlers"
+    tiddlers.mkdir(parents=True, exist_ok=True)
+    for i, (title, text) in enumerate(SEED_TIDDLERS.items()):
+        (tiddlers / f"seed{i}.tid").write_text(_tid(title, text), encoding="utf-8")
+    port = free_port()
+    proc = start_process("tiddlywiki", [node, str(js), str(wiki_dir), "--listen", f"port={port}", f"host={LOOPBACK}"],
+                         log_dir=log_dir)
+    return _started(proc, f"http://{LOOPBACK}:{port}", "/status")
+
+
+def tiddler_titles(url: str) -> set[str]:
+    """Titles of the non-system tiddlers the wiki server holds (its own record of what exists)."""
+    with urllib.request.urlopen(url + "/recipes/default/tiddlers.json", timeout=10) as r:
+        return {t["title"] for t in json.loads(r.read()) if not t["title"].startswith("$:/")}
+
+
+IHATEMONEY_SERVE = """
+import sys
+from ihatemoney.run import create_app
+create_app().run(host=sys.argv[1], port=int(sys.argv[2]), use_reloader=False, threaded=True)
+"""
+
+
+def start_ihatemoney(data_dir: Path, *, log_dir: Path | None = None) -> ManagedProcess:
+    """Serve I Hate Money with a SQLite database in ``data_dir``; its demo project (``/demo``) is the entry.
+
+    The settings file turns on the demo project and a non-secure session cookie (plain-HTTP loopback);
+    the werkzeug access log in the server log is the app's own record of every request the crawl made.
+    """
+    python = install_ihatemoney()
+    data_dir.mkdir(parents=True, exist_ok=True)
+    cfg = data_dir / "ihatemoney.cfg"
+    cfg.write_text(
+        f"SQLALCHEMY_DATABASE_URI = 'sqlite:///{data_dir / 'ihatemoney.db'}'\n"
+        "SECRET_KEY = 'trajforge-test-only'\nACTIVATE_DEMO_PROJECT = True\nSESSION_COOKIE_SECURE = False\n"
+        "BABEL_DEFAULT_TIMEZONE = 'UTC'\n",
+        encoding="utf-8",
+    )
+    port = free_port()
+    proc = start_process("ihatemoney", [python, "-c", IHATEMONEY_SERVE, LOOPBACK, str(port)],
+                         env={"IHATEMONEY_SETTINGS_FILE_PATH": str(cfg), "PYTHONUNBUFFERED": "1"},
+                         cwd=data_dir, log_dir=log_dir)
+    return _started(proc, f"http://{LOOPBACK}:{port}", "/")
+
+
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def requests_logged(proc: ManagedProcess) -> list[tuple[str, str]]:
+    """(method, path) of every request in a werkzeug access log."""
+    out = []
+    for line in ANSI.sub("", proc.log_tail(10_000_000)).splitlines():
+        start = line.find('"')
+        if start < 0:
+            continue
+        parts = line[start + 1:].split(" ")
+        if len(parts) >= 2 and parts[0] in ("GET", "POST", "PUT", "DELETE", "PATCH", "HEAD"):
+            out.append((parts[0], parts[1]))
+    return out
+
+
+def main(argv: list[str]) -> int:
+    if argv[1:] != ["install"]:
+        print("usage: python -m tests.thirdparty install", file=sys.stderr)
+        return 2
+    try:
+        print(f"tiddlywiki {TIDDLYWIKI_VERSION}: {install_tiddlywiki()}")
+        print(f"ihatemoney {IHATEMONEY_VERSION}: {install_ihatemoney()}")
+    except InstallError as exc:
+        print(f"third-party test apps: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    os.chdir(REPO_ROOT)
+    sys.exit(main(sys.argv))
