@@ -1,18 +1,27 @@
 """The device farm: N devices crawl in parallel, one process per device, jobs (app × profile) from a queue.
 
 A process per device because a crawl is mostly waiting on its browser/device, and a process that hangs or
-crashes (a wedged driver, an OOM kill) must not take the others with it. The parent hands out jobs, draws
-per-device progress bars and health, and when a worker process dies mid-job it requeues the job and starts a
-fresh worker for that device; the job's crawler resumes from its step log, so nothing is lost or repeated.
-Workers of one app write separate logs into one app directory, and ``export`` merges them into one graph.
+crashes (a wedged driver, an OOM kill) must not take the others with it. The parent owns the job queue and
+hands each worker one job at a time over the worker's own pipe, so it always knows which job a worker holds:
+when a worker process dies mid-job (SIGKILL, OOM) the parent puts that job back at the front of the queue and
+starts a fresh worker for the device; whichever worker takes the job next resumes it from its step log, so
+nothing is lost or repeated. (A queue shared by all workers cannot promise that: a worker killed between
+taking a job and announcing it loses the job, and one killed while holding the queue's lock wedges the
+others.) Workers of one app write separate logs into one app directory, and ``export`` merges them into one
+graph per app. The parent draws per-device progress bars and health.
 """
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing as mp
-import queue
+import os
 import time
-from dataclasses import asdict, dataclass
+from collections import deque
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from multiprocessing.connection import Connection
+from multiprocessing.connection import wait as mp_wait
 from typing import Any
 
 from rich.console import Console
@@ -41,30 +50,31 @@ def jobs_for(config: CrawlConfig) -> list[Job]:
     return [Job(i, p) for i in range(len(config.apps)) for p in profiles]
 
 
-def _worker(config_json: str, device_index: int, jobs: Any, events: Any) -> None:
-    """Worker process body: take jobs until the queue is empty; report progress and results as events."""
+def _worker(config_json: str, device_index: int, conn: Connection) -> None:
+    """Worker process body: receive a job, crawl it, report; ``None`` means no work is left."""
     from explorers.config import CrawlConfig
     from explorers.crawler import Crawler
 
     config = CrawlConfig.model_validate_json(config_json)
     dev = config.devices[device_index]
     endpoint = EndpointSpec(dev.name, dev.url, dev.kind, dict(dev.capabilities))
+    conn.send(("ready", os.getpid()))
     while True:
         try:
-            job: Job = jobs.get_nowait()
-        except queue.Empty:
-            events.put(("idle", device_index, None))
+            job: Job | None = conn.recv()
+        except EOFError:  # the parent is gone
             return
-        events.put(("start", device_index, job))
+        if job is None:
+            return
 
-        def progress(d: dict[str, Any], _job: Job = job) -> None:
-            events.put(("progress", device_index, d))
+        def progress(d: dict[str, Any]) -> None:
+            conn.send(("progress", d))
 
         try:
             stats = Crawler(config, config.apps[job.app_index], job.profile, endpoint, progress).run()
-            events.put(("done", device_index, (job, asdict(stats))))
+            conn.send(("done", {**asdict(stats), "device": dev.name}))
         except Exception as exc:  # the job failed for a reason a new session would not fix; report, go on
-            events.put(("failed", device_index, (job, f"{type(exc).__name__}: {exc}")))
+            conn.send(("failed", f"{type(exc).__name__}: {exc}"))
 
 
 @dataclass
@@ -73,75 +83,127 @@ class FarmResult:
     failures: list[tuple[str, str]]
     exports: dict[str, ExportSummary]
     seconds: float
+    requeued: list[str] = field(default_factory=list)  # jobs handed back after their worker died
+    worker_restarts: dict[str, int] = field(default_factory=dict)  # device name -> fresh workers started
 
 
-def run_farm(config: CrawlConfig, console: Console | None = None, show_progress: bool = True) -> FarmResult:
+@dataclass
+class _Slot:
+    """The parent's view of one device's worker process."""
+
+    process: Any
+    conn: Connection
+    pid: int = 0
+    job: Job | None = None
+
+
+def run_farm(config: CrawlConfig, console: Console | None = None, show_progress: bool = True,
+             on_worker: Callable[[str, int], None] | None = None) -> FarmResult:
+    """Crawl every job of ``config`` on its devices; ``on_worker(device, pid)`` is called as workers start."""
     console = console or Console()
     ctx = mp.get_context("spawn")
-    jobs_q, events = ctx.Queue(), ctx.Queue()
     all_jobs = jobs_for(config)
-    for job in all_jobs:
-        jobs_q.put(job)
+    pending: deque[Job] = deque(all_jobs)
     config_json = config.model_dump_json()
-    n = len(config.devices)
-    procs: dict[int, Any] = {}
-    current: dict[int, Job | None] = {}
+    n = min(len(config.devices), len(all_jobs))
+    slots: dict[int, _Slot] = {}
     restarts = dict.fromkeys(range(n), 0)
     results: list[dict[str, Any]] = []
     failures: list[tuple[str, str]] = []
+    requeued: list[str] = []
+    finished = 0
     t0 = time.monotonic()
 
     def spawn(i: int) -> None:
-        p = ctx.Process(target=_worker, args=(config_json, i, jobs_q, events), name=f"crawl-{config.devices[i].name}")
+        parent_conn, child_conn = ctx.Pipe()
+        p = ctx.Process(target=_worker, args=(config_json, i, child_conn), name=f"crawl-{config.devices[i].name}")
         p.start()
-        procs[i] = p
-        current[i] = None
+        child_conn.close()  # so the parent sees EOF when the worker dies
+        slots[i] = _Slot(p, parent_conn)
+
+    def assign(i: int) -> None:
+        slot = slots[i]
+        slot.job = pending.popleft() if pending else None
+        if slot.job is not None:
+            progress.update(bars[i], description=slot.job.name(config), completed=0, info="starting")
+        with contextlib.suppress(OSError):  # died in the meantime: bury() takes the job back
+            slot.conn.send(slot.job)
+
+    def drain(i: int) -> bool:
+        """Handle every message the worker has sent; False once its pipe is closed (the worker is gone)."""
+        nonlocal finished
+        slot = slots[i]
+        try:
+            while slot.conn.poll():
+                kind, payload = slot.conn.recv()
+                if kind == "ready":
+                    slot.pid = payload
+                    if on_worker is not None:
+                        on_worker(config.devices[i].name, payload)
+                    assign(i)
+                elif kind == "progress":
+                    progress.update(bars[i], completed=payload["steps"],
+                                    info=f"{payload['states']} states · {payload['status']}")
+                elif kind in ("done", "failed"):
+                    job, slot.job = slot.job, None
+                    finished += 1
+                    if kind == "done":
+                        results.append(payload)
+                    else:
+                        failures.append((job.name(config) if job else "?", payload))
+                    assign(i)
+        except (EOFError, OSError):
+            return False
+        return True
+
+    def bury(i: int) -> None:
+        """A worker is gone: take back its job, start a successor while the queue still has work."""
+        nonlocal finished
+        drain(i)  # a result it sent just before dying still counts
+        slot = slots.pop(i)
+        slot.conn.close()
+        slot.process.join(timeout=5)
+        code = slot.process.exitcode
+        if slot.job is not None:
+            pending.appendleft(slot.job)
+            requeued.append(slot.job.name(config))
+            progress.update(bars[i], info=f"worker died (exit {code}); job requeued")
+        if not pending:
+            return
+        if code == 0:  # a clean exit (told "no work") before a job came back to the queue: not a fault
+            spawn(i)
+        elif restarts[i] < MAX_WORKER_RESTARTS:
+            restarts[i] += 1
+            spawn(i)
+        elif not slots:
+            while pending:  # nobody is left to run the queue
+                failures.append((pending.popleft().name(config), f"every worker died (last exit {code})"))
+                finished += 1
 
     progress = Progress(TextColumn("{task.fields[device]:<14}"), TextColumn("{task.description:<40}"), BarColumn(),
                         MofNCompleteColumn(), TextColumn("{task.fields[info]}"), TimeElapsedColumn(),
                         console=console, disable=not show_progress)
     bars = {i: progress.add_task("waiting", total=config.budget.max_steps, device=config.devices[i].name, info="")
-            for i in range(min(n, len(all_jobs)))}
+            for i in range(n)}
     with progress:
-        for i in bars:
+        for i in range(n):
             spawn(i)
-        finished = 0
-        while finished < len(all_jobs) and procs:
-            try:
-                kind, i, payload = events.get(timeout=0.5)
-            except queue.Empty:
-                kind, i, payload = "", -1, None
-            if kind == "start":
-                current[i] = payload
-                progress.update(bars[i], description=payload.name(config), completed=0, info="starting")
-            elif kind == "progress":
-                progress.update(bars[i], completed=payload["steps"],
-                                info=f"{payload['states']} states · {payload['status']}")
-            elif kind in ("done", "failed"):
-                job, info = payload
-                finished += 1
-                current[i] = None
-                if kind == "done":
-                    results.append(info)
-                else:
-                    failures.append((job.name(config), info))
-            elif kind == "idle":
-                procs.pop(i).join(timeout=5)
-            # Health: a worker that died with a job in hand gets its job back in the queue and a successor.
-            for j, p in list(procs.items()):
-                if not p.is_alive() and p.exitcode not in (0, None):
-                    job = current.get(j)
-                    procs.pop(j)
-                    if job is not None:
-                        jobs_q.put(job)
-                        progress.update(bars[j], info=f"worker died (exit {p.exitcode}); job requeued")
-                    if restarts[j] < MAX_WORKER_RESTARTS:
-                        restarts[j] += 1
-                        spawn(j)
-                    elif job is not None:
-                        failures.append((job.name(config), f"worker for {config.devices[j].name} kept dying"))
-                        finished += 1
-        for p in procs.values():
-            p.join(timeout=10)
+        while finished < len(all_jobs) and slots:
+            by_conn = {s.conn: i for i, s in slots.items()}
+            by_sentinel = {s.process.sentinel: i for i, s in slots.items()}
+            ready = mp_wait([*by_conn, *by_sentinel], timeout=0.5)
+            dead: set[int] = set()
+            for obj in ready:
+                i = by_sentinel[obj] if obj in by_sentinel else by_conn[obj]
+                if obj in by_sentinel or not drain(i):
+                    dead.add(i)
+            for i in sorted(dead):
+                if i in slots:
+                    bury(i)
+        for slot in slots.values():
+            with contextlib.suppress(OSError):
+                slot.conn.send(None)
+            slot.process.join(timeout=10)
     exports = {app.id: GraphStore(config.output, app.id, config.blob_root).export() for app in config.apps}
-    return FarmResult(results, failures, exports, time.monotonic() - t0)
+    return FarmResult(results, failures, exports, time.monotonic() - t0, requeued,
+                      {config.devices[i].name: r for i, r in restarts.items()})
