@@ -281,6 +281,10 @@ class Crawler:
             error = (str(exc).splitlines() or [type(exc).__name__])[0][:300]
         device.settle()
         nxt = self._observe(device.capture())
+        for text in device.dismissed_dialogs:
+            self.audit.write(worker=self.worker, step=self.stats.steps, state=cur["sid"], decision="dialog",
+                             reason=f"page dialog answered with Cancel: {text}")
+        device.dismissed_dialogs.clear()
         duration = (time.monotonic() - started) * 1000
         src, dst = self.table.canonical(cur["sid"]), nxt["sid"]
         effective = src != self.table.canonical(dst)

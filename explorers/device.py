@@ -14,7 +14,7 @@ import contextlib
 import struct
 from typing import Any, Protocol
 
-from selenium.common.exceptions import WebDriverException
+from selenium.common.exceptions import UnexpectedAlertPresentException, WebDriverException
 from selenium.webdriver.common.actions import interaction
 from selenium.webdriver.common.actions.action_builder import ActionBuilder
 from selenium.webdriver.common.actions.pointer_input import PointerInput
@@ -24,6 +24,7 @@ from explorers.screen import Screen, Widget
 from explorers.settle import SettleConfig, SettleResult, wait_until_stable
 from schemas import Action, ActionType, Platform
 
+MAX_DIALOGS_PER_CALL = 3  # a page that keeps opening dialogs fails the command instead of looping
 LONG_PRESS_MS = 800
 SWIPE_MS = 120
 KEYS = {"enter": Keys.ENTER, "tab": Keys.TAB, "escape": Keys.ESCAPE, "backspace": Keys.BACKSPACE,
@@ -77,18 +78,33 @@ class Device:
         self.driver = driver
         self.adapter = adapter
         self.settle_config = settle or SettleConfig()
+        self.dismissed_dialogs: list[str] = []  # texts of page dialogs answered with Cancel, for the audit log
 
     @property
     def platform(self) -> Platform:
         return self.adapter.platform
 
     def _guard(self, fn: Any, *args: Any) -> Any:
-        try:
-            return fn(*args)
-        except Exception as exc:
-            if is_session_death(exc):
-                raise SessionLost(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from exc
-            raise
+        for attempt in range(MAX_DIALOGS_PER_CALL + 1):
+            try:
+                return fn(*args)
+            except UnexpectedAlertPresentException as exc:
+                # A page dialog (alert/confirm/prompt) blocks every command until answered. Dismiss it
+                # (Cancel), never accept: confirms guard destructive actions ("Delete this?"), so declining
+                # is the safe answer, and the screen behind it is what the crawl goes on exploring.
+                if attempt == MAX_DIALOGS_PER_CALL:
+                    raise
+                text = getattr(exc, "alert_text", None) or str(exc).splitlines()[0]
+                if isinstance(text, dict):  # appium-python-client passes the W3C error's {"text": ...}
+                    text = text.get("text", "")
+                self.dismissed_dialogs.append(str(text)[:200])
+                with contextlib.suppress(Exception):
+                    self.driver.switch_to.alert.dismiss()
+            except Exception as exc:
+                if is_session_death(exc):
+                    raise SessionLost(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from exc
+                raise
+        raise AssertionError("unreachable")
 
     # --- looking -------------------------------------------------------------------------------
     def capture(self) -> Screen:

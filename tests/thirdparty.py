@@ -21,6 +21,7 @@ import sys
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from explorers.capabilities import free_port
 from explorers.local_servers import LOOPBACK, REPO_ROOT, ManagedProcess, start_process, wait_until_ready
@@ -171,6 +172,20 @@ def start_ihatemoney(data_dir: Path, *, log_dir: Path | None = None) -> ManagedP
                          env={"IHATEMONEY_SETTINGS_FILE_PATH": str(cfg), "PYTHONUNBUFFERED": "1"},
                          cwd=data_dir, log_dir=log_dir)
     return _started(proc, f"http://{LOOPBACK}:{port}", "/")
+
+
+def tiddlywiki_app(url: str) -> dict[str, Any]:
+    """Crawl-config entry for a served wiki. Deleting a tiddler is already on the default deny-list; opening
+    a tiddler in a new browser window is denied too, because the crawl would keep driving the old window."""
+    return {"id": "tiddlywiki", "entry": url + "/", "version": TIDDLYWIKI_VERSION,
+            "deny": {"labels": [r"new window", r"\bexport\b"]}}
+
+
+def ihatemoney_app(url: str) -> dict[str, Any]:
+    """Crawl-config entry for I Hate Money's demo project; ``/demo`` logs the browser into it on every restart.
+    Its logout is a form posting to ``/exit`` (not on the default deny-list), so the app denies that URL."""
+    return {"id": "ihatemoney", "entry": url + "/demo", "version": IHATEMONEY_VERSION,
+            "deny": {"urls": [r"/exit\b"]}}
 
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")

@@ -1,0 +1,208 @@
+"""Explorer benchmarks on real apps in headless Chromium: exploration power, per-step overhead, farm scaling.
+
+1. ``states_vs_random`` — distinct states (after dynamic-region merging) found with the same action budget by
+   the greedy policy vs the uniform-random baseline, per app; the figure is the geometric mean of the per-app
+   ratios, so each app counts once. Apps: the bundled demo app, plus TiddlyWiki and I Hate Money when they are
+   installed (``python -m tests.thirdparty install``; ``--thirdparty yes`` installs them, ``no`` skips them).
+2. ``steps_vs_raw`` — steps/s of a trajforge crawl (random policy, so the choice of action is as cheap as the
+   raw loop's) vs a raw Selenium loop doing the same observe+act calls on the same app and profile: find the
+   clickable elements, screenshot, page source, tap one at random with a zero-duration pointer, wait for
+   ``document.readyState``. No abstraction, no safety guard, no storage. Both exclude session start and login.
+3. ``farm_2_vs_1`` — wall time of the farm running the same jobs (demo app × 2 viewports × 2 locales) on
+   1 vs 2 chromedriver devices, one worker process each; worker start-up is included, as users pay it.
+
+Prints ``BENCH`` lines; the last three are ``states_vs_random``, ``steps_vs_raw`` and ``farm_2_vs_1``.
+Usage: ``python benchmarks/bench_explore.py [--steps 40] [--raw-steps 40] [--farm-steps 15] [--thirdparty auto]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from rich.console import Console  # noqa: E402
+from selenium.webdriver.common.actions import interaction  # noqa: E402
+from selenium.webdriver.common.actions.action_builder import ActionBuilder  # noqa: E402
+from selenium.webdriver.common.actions.pointer_input import PointerInput  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+
+from explorers.config import parse_config  # noqa: E402
+from explorers.crawler import Crawler  # noqa: E402
+from explorers.farm import run_farm  # noqa: E402
+from explorers.local_servers import ManagedProcess, start_chromedriver, start_demo_app  # noqa: E402
+from explorers.profiles import VIEWPORTS, Profile  # noqa: E402
+from explorers.scripts import run_step  # noqa: E402
+from explorers.sessions import EndpointSpec, open_device  # noqa: E402
+from explorers.store import GraphStore  # noqa: E402
+from tests import thirdparty  # noqa: E402
+
+DEMO_LOGIN = {
+    "when_present": '[data-testid="login-username"]',
+    "steps": [
+        {"type": '[data-testid="login-username"]', "text": "demo"},
+        {"type": '[data-testid="login-password"]', "text": "demo123"},
+        {"tap": '[data-testid="login-submit"]'},
+        {"wait_for": '[data-testid="note-list"]'},
+    ],
+}
+RAW_CLICKABLE = "a[href], button, input, select, textarea, [role=button], [role=link], [onclick], summary, label"
+console = Console(stderr=True)
+
+
+def demo_app(url: str) -> dict[str, Any]:
+    return {"id": "demo-notes", "entry": url + "/", "login": DEMO_LOGIN}
+
+
+def _config(out: Path, devices: list[str], apps: list[dict[str, Any]], steps: int, policy: str = "greedy",
+            matrix: dict[str, Any] | None = None) -> Any:
+    return parse_config({
+        "run_id": "bench", "output": str(out), "policy": policy, "seed": 7,
+        "devices": [{"name": f"d{i}", "url": u} for i, u in enumerate(devices)],
+        "apps": apps, "matrix": matrix or {"profiles": ["desktop"]},
+        "budget": {"max_steps": steps, "max_seconds": 600, "max_restarts": 50},
+    })
+
+
+def crawl(out: Path, device: str, app: dict[str, Any], steps: int, policy: str) -> tuple[int, float, int]:
+    """One crawl job; returns (distinct states, steps/s while stepping, steps)."""
+    cfg = _config(out, [device], [app], steps, policy)
+    marks: list[tuple[int, float]] = []
+    crawler = Crawler(cfg, cfg.apps[0], Profile(VIEWPORTS["desktop"]), EndpointSpec("d0", device),
+                      lambda d: marks.append((d["steps"], time.perf_counter())))
+    stats = crawler.run()
+    states = GraphStore(out, cfg.apps[0].id).export().states
+    stepping = [(s, t) for s, t in marks[:-1] if s > 0]  # the last mark is the final "stopped" report
+    rate = (stepping[-1][0] - stepping[0][0]) / (stepping[-1][1] - stepping[0][1]) if len(stepping) > 1 else 0.0
+    return states, rate, stats.steps
+
+
+def raw_loop(device: str, app_url: str, steps: int, seed: int = 7) -> float:
+    """The raw Selenium baseline on the demo app (logged in first); returns steps/s."""
+    from explorers.config import ScriptStep
+
+    d = open_device(EndpointSpec("raw", device), Profile(VIEWPORTS["desktop"]))
+    drv = d.driver
+    rng = random.Random(seed)
+    try:
+        drv.get(app_url + "/")
+        for step in DEMO_LOGIN["steps"]:
+            run_step(d, ScriptStep.model_validate(step), app_url + "/")
+        t0 = time.perf_counter()
+        for _ in range(steps):
+            els = drv.find_elements(By.CSS_SELECTOR, RAW_CLICKABLE)
+            drv.get_screenshot_as_png()
+            _ = drv.page_source
+            if els:
+                try:
+                    r = rng.choice(els).rect
+                    b = ActionBuilder(drv, mouse=PointerInput(interaction.POINTER_TOUCH, "finger"), duration=0)
+                    b.pointer_action.move_to_location(round(r["x"] + r["width"] / 2),
+                                                      round(r["y"] + r["height"] / 2)).pointer_down().pointer_up()
+                    b.perform()
+                except Exception:  # stale or off-screen element: a raw loop just moves on
+                    pass
+            deadline = time.monotonic() + 3
+            while drv.execute_script("return document.readyState") != "complete" and time.monotonic() < deadline:
+                time.sleep(0.02)
+            if not drv.current_url.startswith(app_url):
+                drv.get(app_url + "/")
+        return steps / (time.perf_counter() - t0)
+    finally:
+        d.quit()
+
+
+def farm_seconds(out: Path, devices: list[str], app_url: str, steps: int) -> float:
+    cfg = _config(out, devices, [demo_app(app_url)], steps,
+                  matrix={"profiles": ["desktop", "phone"], "locales": ["en", "zh"]})
+    result = run_farm(cfg, console, show_progress=False)
+    if result.failures:
+        raise RuntimeError(f"farm jobs failed: {result.failures}")
+    return result.seconds
+
+
+def _thirdparty_apps(mode: str, tmp: Path, procs: list[ManagedProcess]) -> list[dict[str, Any]]:
+    if mode == "no":
+        return []
+    installed = (thirdparty.TIDDLYWIKI_DIR / ".installed-version").exists() and \
+        (thirdparty.IHATEMONEY_VENV / ".installed-version").exists()
+    if mode == "auto" and not installed:
+        console.print("third-party apps not installed (python -m tests.thirdparty install); demo app only")
+        return []
+    tw = thirdparty.start_tiddlywiki(tmp / "wiki", log_dir=tmp)
+    procs.append(tw)
+    ihm = thirdparty.start_ihatemoney(tmp / "ihm", log_dir=tmp)
+    procs.append(ihm)
+    return [thirdparty.tiddlywiki_app(tw.url), thirdparty.ihatemoney_app(ihm.url)]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--steps", type=int, default=40, help="action budget per app and policy (states_vs_random)")
+    ap.add_argument("--raw-steps", type=int, default=40, help="steps of each run compared in steps_vs_raw")
+    ap.add_argument("--farm-steps", type=int, default=15, help="steps per farm job (4 jobs) in farm_2_vs_1")
+    ap.add_argument("--thirdparty", choices=["auto", "yes", "no"], default="auto",
+                    help="crawl TiddlyWiki and I Hate Money too: auto = when already installed")
+    args = ap.parse_args()
+    procs: list[ManagedProcess] = []
+    with tempfile.TemporaryDirectory(prefix="bench-explore-") as tmp_s:
+        tmp = Path(tmp_s)
+        try:
+            demo = start_demo_app(sys.executable, log_dir=tmp)
+            procs.append(demo)
+            drivers = [start_chromedriver(log_dir=_mk(tmp / f"cd{i}")) for i in range(2)]
+            procs.extend(drivers)
+            apps = [demo_app(demo.url), *_thirdparty_apps(args.thirdparty, tmp, procs)]
+
+            ratios = []
+            for app in apps:
+                found = {}
+                for policy in ("greedy", "random"):
+                    t = time.perf_counter()
+                    found[policy], _rate, steps = crawl(tmp / f"{policy}-{app['id']}", drivers[0].url, app,
+                                                        args.steps, policy)
+                    console.print(f"{app['id']:<12} {policy:<7} {found[policy]:>3} states in {steps} steps "
+                                  f"({time.perf_counter() - t:.0f}s)")
+                print(f"BENCH states_greedy_{app['id']}={found['greedy']}")
+                print(f"BENCH states_random_{app['id']}={found['random']}")
+                ratios.append(found["greedy"] / max(1, found["random"]))
+
+            _s, greedy_rate, _n = crawl(tmp / "speed-greedy", drivers[0].url, demo_app(demo.url), args.raw_steps,
+                                        "greedy")
+            _s, tf_rate, _n = crawl(tmp / "speed-random", drivers[0].url, demo_app(demo.url), args.raw_steps,
+                                    "random")
+            raw_rate = raw_loop(drivers[0].url, demo.url, args.raw_steps)
+            console.print(f"steps/s: trajforge random {tf_rate:.2f}, greedy {greedy_rate:.2f}, raw {raw_rate:.2f}")
+            print(f"BENCH steps_per_s_trajforge_random={tf_rate:.3f}")
+            print(f"BENCH steps_per_s_trajforge_greedy={greedy_rate:.3f}")
+            print(f"BENCH steps_per_s_raw={raw_rate:.3f}")
+
+            one = farm_seconds(tmp / "farm1", [drivers[0].url], demo.url, args.farm_steps)
+            two = farm_seconds(tmp / "farm2", [d.url for d in drivers], demo.url, args.farm_steps)
+            console.print(f"farm: 4 jobs × {args.farm_steps} steps: 1 device {one:.1f}s, 2 devices {two:.1f}s")
+            print(f"BENCH farm_1_device_s={one:.2f}")
+            print(f"BENCH farm_2_devices_s={two:.2f}")
+
+            print(f"BENCH states_vs_random={math.prod(ratios) ** (1 / len(ratios)):.3f}")
+            print(f"BENCH steps_vs_raw={tf_rate / raw_rate:.3f}")
+            print(f"BENCH farm_2_vs_1={one / two:.3f}")
+        finally:
+            for p in procs:
+                p.stop()
+
+
+def _mk(p: Path) -> Path:
+    p.mkdir(parents=True, exist_ok=True)
+    return p
+
+
+if __name__ == "__main__":
+    main()
