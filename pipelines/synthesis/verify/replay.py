@@ -2,9 +2,9 @@
 
 A trajectory is *executable* when, starting the app the way the crawler did (open the entry, run the login
 and setup scripts), the recorded actions lead through the recorded states to the target state. States are
-compared with the explorers' own abstraction (the structural hash of ``explorers.abstraction.features``, which
-ignores typed values, dynamic text and list length), against every capture the graph holds of the expected
-state. The first step whose screen does not match is recorded, so a failing rate points at a cause.
+compared with the explorers' own abstraction (``explorers.abstraction.features``: structure plus normalized
+content, typed values and list length ignored) against every capture the graph holds of the expected state
+(see ``StateIndex``). The first step whose screen does not match is recorded, so a failing rate points at a cause.
 
 Devices come from ``explorers.sessions.open_device`` (one per device profile, reused across trajectories;
 web sessions get their cookies cleared between trajectories so each replay starts from a fresh app state).
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from pipelines.synthesis.graph_input import AppGraph
-from schemas import Action, DeviceProfile, Trajectory, Verification
+from schemas import Action, DeviceProfile, Observation, Trajectory, Verification
 
 
 class ReplayDevice(Protocol):
@@ -40,25 +40,66 @@ class ReplayOutcome:
 
 
 class StateIndex:
-    """Observation id → the structural hashes of every capture of its state, across the given graphs."""
+    """Observation id → every capture the graph holds of its state, and the state's dynamic element keys.
+
+    Two screens are the same state when their structure matches (the explorers' structural hash) *and* their
+    content does: no element's checked/enabled state differs, and at most a small share of element texts
+    differ outside the keys that already varied between captures of that state in the crawl (clocks, banners).
+    Structure alone is not enough: a ticked radio button or an app switched to another language keeps the
+    structure of the screen it changed.
+    """
 
     def __init__(self, graphs: Iterable[AppGraph]):
-        self._hashes: dict[str, set[str]] = {}
+        self._captures: dict[str, list[Any]] = {}
         for g in graphs:
             for obs_ids in g.state_observations.values():
-                hashes = {g.observations[o].structural_hash for o in obs_ids if o in g.observations}
-                hashes.discard("")
+                feats = [observation_features(g.observations[o]) for o in obs_ids if o in g.observations]
+                dynamic = {k for a in feats for b in feats for k in a.content
+                           if a.structural_hash == b.structural_hash and a.content.get(k) != b.content.get(k)}
+                entry = [(f, dynamic) for f in feats]
                 for o in obs_ids:
-                    self._hashes.setdefault(o, set()).update(hashes)
+                    self._captures.setdefault(o, []).extend(entry)
 
-    def expected(self, obs_id: str | None) -> set[str]:
-        return self._hashes.get(obs_id or "", set())
+    def expected(self, obs_id: str | None) -> list[Any]:
+        return self._captures.get(obs_id or "", [])
+
+    def matches(self, obs_id: str | None, got: Any) -> bool:
+        return any(same_state(got, want, dynamic) for want, dynamic in self.expected(obs_id))
 
 
-def screen_hash(screen: Any) -> str:
+MAX_TEXT_DIFF_SHARE = 0.1
+
+
+def same_state(got: Any, want: Any, dynamic: set[str]) -> bool:
+    if got.structural_hash != want.structural_hash:
+        return False
+    text_diffs = 0
+    for key in set(got.content) | set(want.content):
+        if key in dynamic:
+            continue
+        a, b = got.content.get(key, "|"), want.content.get(key, "|")
+        if a == b:
+            continue
+        if a.rsplit("|", 1)[-1] != b.rsplit("|", 1)[-1]:
+            return False  # checked / enabled / visible differs: a different state, never noise
+        text_diffs += 1
+    return text_diffs <= max(1, int(MAX_TEXT_DIFF_SHARE * len(want.content)))
+
+
+def observation_features(obs: Observation) -> Any:
+    """The explorers' features of a stored observation (elements and location are all they read)."""
+    from explorers.abstraction import features
+    from explorers.screen import Screen, Widget
+
+    screen = Screen(obs.platform, obs.location, obs.width, obs.height, obs.device.pixel_ratio,
+                    [Widget(element=e) for e in obs.elements], b"")
+    return features(screen, with_phash=False)
+
+
+def screen_features(screen: Any) -> Any:
     from explorers.abstraction import features
 
-    return features(screen, with_phash=False).structural_hash
+    return features(screen, with_phash=False)
 
 
 def replay_one(device: ReplayDevice, traj: Trajectory, index: StateIndex,
@@ -66,13 +107,13 @@ def replay_one(device: ReplayDevice, traj: Trajectory, index: StateIndex,
     """Start the app, check the start screen, then act step by step, checking every screen reached."""
     try:
         start(device)
-        if screen_hash(device.capture()) not in index.expected(traj.steps[0].observation.id):
+        if not index.matches(traj.steps[0].observation.id, screen_features(device.capture())):
             return ReplayOutcome(False, "start_state_mismatch", -1)
         for i, step in enumerate(traj.steps):
             device.perform(step.action)
             device.settle()
             want = traj.steps[i + 1].observation.id if i + 1 < len(traj.steps) else step.next_observation_id
-            if screen_hash(device.capture()) not in index.expected(want):
+            if not index.matches(want, screen_features(device.capture())):
                 return ReplayOutcome(False, "diverged", i)
     except Exception as exc:  # a click that raised, a script that timed out: not executable as recorded
         first_line = (str(exc).splitlines() or [""])[0][:200]
