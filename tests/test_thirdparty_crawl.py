@@ -1,0 +1,122 @@
+"""Crawls of two real third-party apps, installed from their registries by the test setup, through the real
+Appium server (Chromium driver): TiddlyWiki (npm) and I Hate Money (PyPI, in its own virtualenv).
+
+Proves on software we did not write: several distinct states are found within a small budget, no deny-listed
+action reaches the app (each app's own record: the wiki still holds every seeded tiddler, I Hate Money's access
+log has no delete or logout request), every transition's observations and screenshots exist, and the exported
+graph passes ``trajforge validate``. The first run installs the apps (tens of seconds; then a stamp check).
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+
+from explorers.config import parse_config
+from explorers.crawler import Crawler
+from explorers.local_servers import ManagedProcess
+from explorers.profiles import VIEWPORTS, Profile
+from explorers.sessions import EndpointSpec
+from explorers.store import GraphStore
+from tests import thirdparty
+
+STEPS = 14
+
+
+def _serve(start: Any, data: Path, log_dir: Path) -> Iterator[ManagedProcess]:
+    try:
+        proc = start(data, log_dir=log_dir)
+    except thirdparty.InstallError as exc:
+        from conftest import require  # skip locally, fail under CI
+
+        require(False, "a third-party test app", f"{exc} (python -m tests.thirdparty install)")
+        raise
+    try:
+        yield proc
+    finally:
+        proc.stop()
+
+
+@pytest.fixture(scope="module")
+def tiddlywiki(tmp_path_factory: pytest.TempPathFactory, server_log_dir: Path) -> Iterator[ManagedProcess]:
+    yield from _serve(thirdparty.start_tiddlywiki, tmp_path_factory.mktemp("wiki") / "wiki", server_log_dir)
+
+
+@pytest.fixture(scope="module")
+def ihatemoney(tmp_path_factory: pytest.TempPathFactory, server_log_dir: Path) -> Iterator[ManagedProcess]:
+    yield from _serve(thirdparty.start_ihatemoney, tmp_path_factory.mktemp("ihm"), server_log_dir)
+
+
+def _crawl(out: Path, appium_url: str, app: dict[str, Any], profile: Profile) -> Crawler:
+    cfg = parse_config({
+        "run_id": "thirdparty", "output": str(out),
+        "devices": [{"name": "appium", "url": appium_url, "kind": "appium-chromium"}],
+        "apps": [app], "budget": {"max_steps": STEPS, "max_seconds": 150, "max_restarts": 10},
+    })
+    crawler = Crawler(cfg, cfg.apps[0], profile, EndpointSpec("appium", appium_url, "appium-chromium"))
+    stats = crawler.run()
+    assert stats.steps == STEPS, stats
+    assert stats.session_restarts == 0, stats
+    return crawler
+
+
+def _check_graph(crawler: Crawler, min_states: int) -> list[dict[str, Any]]:
+    """Export through the CLI, validate through the CLI, and check the graph's own invariants."""
+    app_dir = crawler.store.dir
+    cli = [sys.executable, "-m", "pipelines.cli"]
+    done = subprocess.run([*cli, "graph", "export", str(app_dir)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    done = subprocess.run([*cli, "validate", str(app_dir / "observations.parquet"),
+                           str(app_dir / "transitions.parquet")], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    nodes = pq.read_table(app_dir / "nodes.parquet").to_pylist()
+    assert len(nodes) >= min_states, [n["title"] for n in nodes]
+    obs = {o["id"]: o for o in pq.read_table(app_dir / "observations.parquet").to_pylist()}
+    trans = pq.read_table(app_dir / "transitions.parquet").to_pylist()
+    assert len(trans) == STEPS and len({t["id"] for t in trans}) == STEPS
+    assert sum(t["effective"] for t in trans) >= min_states - 2, "most steps should have changed the screen"
+    blobs = GraphStore(app_dir.parent, app_dir.name).blobs
+    for t in trans:
+        for side in ("from_observation_id", "to_observation_id"):
+            o = obs[t[side]]
+            assert blobs.exists(o["screenshot_sha256"]), f"{t['id']}: screenshot of {side} missing"
+    # No executed action was one the guard refused on the same screen.
+    audit = crawler.audit.entries()
+    blocked = {(e["state"], e["action"]) for e in audit if e["decision"] == "blocked"}
+    acted = {(e["state"], e["action"]) for e in audit if e["decision"] == "act"}
+    assert blocked, "the deny-list should have refused something on a real app"
+    assert not (acted & blocked)
+    return nodes
+
+
+def test_tiddlywiki_from_npm_crawled_through_appium(tmp_path: Path, appium_url: str,
+                                                    tiddlywiki: ManagedProcess) -> None:
+    before = thirdparty.tiddler_titles(tiddlywiki.url)
+    assert set(thirdparty.SEED_TIDDLERS) <= before
+    crawler = _crawl(tmp_path, appium_url, thirdparty.tiddlywiki_app(tiddlywiki.url), Profile(VIEWPORTS["desktop"]))
+    _check_graph(crawler, min_states=5)
+    # The wiki's own record: every tiddler that existed before the crawl still exists.
+    assert before <= thirdparty.tiddler_titles(tiddlywiki.url)
+
+
+DENIED_PATH = re.compile(r"/(delete|exit)\b|/members/\d+/delete")
+
+
+def test_ihatemoney_from_pypi_crawled_through_appium(tmp_path: Path, appium_url: str,
+                                                     ihatemoney: ManagedProcess) -> None:
+    crawler = _crawl(tmp_path, appium_url, thirdparty.ihatemoney_app(ihatemoney.url),
+                     Profile(VIEWPORTS["phone"], locale="zh"))
+    nodes = _check_graph(crawler, min_states=4)
+    assert any("/demo/" in n["location"] for n in nodes), "the demo project was entered"
+    # The app's own access log: the crawl made requests, and none of them deleted or logged out anything.
+    requests = thirdparty.requests_logged(ihatemoney)
+    assert len(requests) > STEPS // 2
+    bad = [(m, p) for m, p in requests if m == "POST" and DENIED_PATH.search(p)]
+    assert bad == []
