@@ -167,6 +167,22 @@ if ((node_ok)); then
 fi
 
 # ---------------------------------------------------------------------------------------------------
+# 4. Third-party test apps (issue #3 explorers): TiddlyWiki from npm and I Hate Money from PyPI, into
+#    tools/thirdparty/ (gitignored). Versions and the install live in tests/thirdparty.py, which the
+#    crawl tests also call; stamp files make a second run a no-op. I Hate Money gets its own venv because
+#    it pins SQLAlchemy 2.0 and .venv pins 2.1.
+# ---------------------------------------------------------------------------------------------------
+if [[ -f "$REPO_ROOT/tools/thirdparty/tiddlywiki/.installed-version" \
+      && -f "$REPO_ROOT/tools/thirdparty/ihatemoney-venv/.installed-version" ]]; then
+    log "third-party test apps present (tiddlywiki, ihatemoney)"
+elif ((node_ok)); then
+    log "installing third-party test apps (tiddlywiki, ihatemoney) into tools/thirdparty"
+    "$VPY" -m tests.thirdparty install || warn "third-party test apps could not be installed"
+else
+    warn "node/npm not usable; skipping the third-party test apps"
+fi
+
+# ---------------------------------------------------------------------------------------------------
 if ((${#PROBLEMS[@]})); then
     log "finished with ${#PROBLEMS[@]} problem(s):"
     for p in "${PROBLEMS[@]}"; do log "  - $p"; done
