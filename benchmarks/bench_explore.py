@@ -2,7 +2,7 @@
 
 1. ``states_vs_random`` — distinct states (after dynamic-region merging) found with the same action budget by
    the greedy policy vs the uniform-random baseline, per app; the figure is the geometric mean of the per-app
-   ratios, so each app counts once. Apps: the bundled demo app, plus TiddlyWiki and I Hate Money when they are
+   ratios, so each app counts once; only states on the app's own host count. Apps: the bundled demo app, plus TiddlyWiki and I Hate Money when they are
    installed (``python -m tests.thirdparty install``; ``--thirdparty yes`` installs them, ``no`` skips them).
 2. ``steps_vs_raw`` — steps/s of a trajforge crawl (random policy, so the choice of action is as cheap as the
    raw loop's) vs a raw Selenium loop doing the same observe+act calls on the same app and profile: find the
@@ -25,10 +25,12 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+import pyarrow.parquet as pq  # noqa: E402
 from rich.console import Console  # noqa: E402
 from selenium.webdriver.common.actions import interaction  # noqa: E402
 from selenium.webdriver.common.actions.action_builder import ActionBuilder  # noqa: E402
@@ -79,7 +81,11 @@ def crawl(out: Path, device: str, app: dict[str, Any], steps: int, policy: str) 
     crawler = Crawler(cfg, cfg.apps[0], Profile(VIEWPORTS["desktop"]), EndpointSpec("d0", device),
                       lambda d: marks.append((d["steps"], time.perf_counter())))
     stats = crawler.run()
-    states = GraphStore(out, cfg.apps[0].id).export().states
+    GraphStore(out, cfg.apps[0].id).export()
+    # Only screens of the app count: a browser error page or new-tab page reached by a stray link is not coverage.
+    host = urlsplit(app["entry"]).hostname
+    nodes = pq.read_table(out / cfg.apps[0].id / "nodes.parquet", columns=["location"]).column("location")
+    states = sum(1 for loc in nodes.to_pylist() if urlsplit(loc).hostname == host)
     stepping = [(s, t) for s, t in marks[:-1] if s > 0]  # the last mark is the final "stopped" report
     rate = (stepping[-1][0] - stepping[0][0]) / (stepping[-1][1] - stepping[0][1]) if len(stepping) > 1 else 0.0
     return states, rate, stats.steps

@@ -51,8 +51,15 @@ class GreedyPolicy:
         by_key = {c.key: c for c in cands}
         fresh = [c for c in cands if graph.is_fresh(state, c.key)]
         if fresh:
-            # Elements never tried on any screen first (content), then ones seen elsewhere (navigation chrome).
-            best = min(fresh, key=lambda c: (PRIORITY.get(c.type, 5), graph.target_tries[c.target_key or c.key]))
+            # Elements never tried on any screen first (content), then ones seen elsewhere (navigation chrome,
+            # the same form re-shown with an error). Novelty outranks the action type: typing into a field
+            # already filled on another screen must not come before the first tap on a new button or link.
+            # Among equally novel elements, fields are filled before buttons, so a form is submitted filled.
+            def rank(c: Candidate) -> tuple[bool, int, int]:
+                tries = graph.target_tries[c.target_key or c.key]
+                return tries > 0, PRIORITY.get(c.type, 5), tries
+
+            best = min(fresh, key=rank)
             self._walking = 0
             n = graph.target_tries[best.target_key or best.key]
             return Decision("act", "untried action in this state" + (", new element" if n == 0 else ""), best)
