@@ -2,8 +2,9 @@
 
 1. ``states_vs_random`` — distinct states (after dynamic-region merging) found with the same action budget by
    the greedy policy vs the uniform-random baseline, per app; the figure is the geometric mean of the per-app
-   ratios, so each app counts once; only states on the app's own host count. Apps: the bundled demo app, plus TiddlyWiki and I Hate Money when they are
-   installed (``python -m tests.thirdparty install``; ``--thirdparty yes`` installs them, ``no`` skips them).
+   ratios, so each app counts once; only states on the app's own host count. Apps: the bundled demo app,
+   plus TiddlyWiki and I Hate Money when they are installed (``python -m tests.thirdparty install``;
+   ``--thirdparty yes`` installs them, ``no`` skips them).
 2. ``steps_vs_raw`` — steps/s of a trajforge crawl (random policy, so the choice of action is as cheap as the
    raw loop's) vs a raw Selenium loop doing the same observe+act calls on the same app and profile: find the
    clickable elements, screenshot, page source, tap one at random with a zero-duration pointer, wait for
