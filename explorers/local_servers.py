@@ -100,6 +100,7 @@ def start_process(
 ) -> ManagedProcess:
     """Start ``argv`` in a new session (own process group) with stdout+stderr sent to a log file."""
     log_dir = log_dir or Path(tempfile.mkdtemp(prefix=f"trajforge-{name}-"))
+    log_dir.mkdir(parents=True, exist_ok=True)
     log_path = log_dir / f"{name}.log"
     full_env = {**os.environ, **(env or {})}
     with log_path.open("wb") as log:

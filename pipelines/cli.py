@@ -19,6 +19,7 @@ app = typer.Typer(
 )
 
 COMMAND_MODULES = [
+    "pipelines.commands.demo",
     "pipelines.commands.demo_app",
     "pipelines.commands.validate",
     "pipelines.commands.importing",
