@@ -7,7 +7,7 @@ Chromium session. Prints progress lines, then ``BENCH`` lines; the last two are
     BENCH executability=<replayed / tried>      (goal >= 0.9)
     BENCH tasks_per_minute=<tasks synthesized per minute of synthesis, replay excluded>
 
-Usage: ``python benchmarks/eval_synth.py [--steps 80] [--walks 10] [--keep DIR]``
+Usage: ``python benchmarks/eval_synth.py [--steps 80] [--walks 10] [--max-len 12] [--keep DIR]``
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=80, help="crawl budget (actions)")
     ap.add_argument("--walks", type=int, default=10, help="random walks per graph")
+    ap.add_argument("--max-len", type=int, default=12, help="longest path synthesized (steps)")
     ap.add_argument("--keep", type=Path, default=None, help="keep the graph and outputs in this directory")
     args = ap.parse_args()
 
@@ -69,7 +70,7 @@ def main() -> None:
         crawl_s = time.monotonic() - t0
         print(f"crawl: {stats.steps} steps, {stats.states} states in {crawl_s:.1f}s ({stats.stopped})", flush=True)
 
-        config = SynthConfig(paths=PathConfig(walks=args.walks))
+        config = SynthConfig(paths=PathConfig(walks=args.walks, max_len=args.max_len))
         t0 = time.monotonic()
         report = run_synthesis(work / "graph", work / "synth", OfflineBackend(load_prompts()), config, usage=Usage())
         synth_s = time.monotonic() - t0
