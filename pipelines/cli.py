@@ -30,6 +30,7 @@ COMMAND_MODULES = [
     "pipelines.commands.crawl",
     "pipelines.commands.graph",
     "pipelines.commands.curate",
+    "pipelines.commands.nightly",
 ]
 
 for _name in COMMAND_MODULES:
