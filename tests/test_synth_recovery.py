@@ -62,3 +62,21 @@ def test_noise_kinds_corrupt_exactly_the_labelled_step() -> None:
             assert step.observation.elements[-1].role == "dialog"
         elif kind == "wrong_label":
             assert step.instruction != orig.steps[k].instruction
+
+
+def test_cli_writes_recovery_and_labelled_noise(tmp_path) -> None:
+    from test_synth_toygraph import write_graph
+    from typer.testing import CliRunner
+
+    from pipelines.cli import app
+    from schemas.recordio import iter_records
+
+    graph = write_graph(tmp_path / "g")
+    r = CliRunner().invoke(app, ["synth", "--graph", str(graph), "--out", str(tmp_path / "o"), "--recovery",
+                                 "--noise", "--walks", "0"])
+    assert r.exit_code == 0, r.output
+    trajs = [p.record for p in iter_records(tmp_path / "o" / "trajectories.parquet")]
+    assert any(t.scores.get("recovery") for t in trajs)
+    noisy = [p.record for p in iter_records(tmp_path / "o" / "noisy.parquet")]
+    assert noisy and all(t.lineage.source.startswith("noise:") and "noisy_step" in t.scores for t in noisy)
+    assert not {t.id for t in noisy} & {t.id for t in trajs}

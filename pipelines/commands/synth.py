@@ -38,6 +38,8 @@ def register(app: typer.Typer) -> None:
         seed: int = typer.Option(0, help="Seed of the random walks."),
         cache_dir: Path | None = typer.Option(None, help="Call cache directory (default: OUT/cache)."),
         recovery: bool = typer.Option(False, help="Also build recovery trajectories (wrong action, reflect, back)."),
+        noise: bool = typer.Option(False, help="Also write noisy.parquet: corrupted copies (stale/moved element, "
+                                               "pop-up, missing step, wrong label) labelled with the faulty step."),
         price_in: float = typer.Option(0.0, help="Cost per million prompt tokens, for the summary."),
         price_out: float = typer.Option(0.0, help="Cost per million completion tokens, for the summary."),
         replay_url: str | None = typer.Option(None, help="WebDriver endpoint (chromedriver/Appium) to replay every "
@@ -104,6 +106,13 @@ def register(app: typer.Typer) -> None:
                 raise typer.Exit(2) from None
             finally:
                 impl.close()
+        if noise:
+            from pipelines.synthesis.noise import noisy_copies
+            from schemas.recordio import write_parquet
+
+            clean = [t for t in report.trajectories if not t.scores.get("recovery")]
+            n_noisy = write_parquet(noisy_copies(clean, seed=seed), out / "noisy.parquet", "trajectory")
+            console.print(f"wrote {n_noisy} noisy trajectories to {out / 'noisy.parquet'}")
         s = report.summary
         table = Table("app", "tasks", "replayed", "failed", "executability", title="Synthesis")
         for app_id, a in s["apps"].items():
