@@ -89,6 +89,7 @@ class Crawler:
 
     def _device_factory(self) -> Device:
         self._last_device = self._factory()
+        self._emit("session started")  # tells a farm parent which session to close if this process dies
         return self._last_device
 
     # --- resume --------------------------------------------------------------------------------
@@ -202,7 +203,9 @@ class Crawler:
         self.stats.states = len(self.graph.states)
         self.progress({"app": self.app.id, "worker": self.worker, "steps": self.stats.steps,
                        "max_steps": self.config.budget.max_steps, "states": self.stats.states,
-                       "restarts": self.stats.restarts, "sessions": self.stats.session_restarts, "status": status})
+                       "restarts": self.stats.restarts, "sessions": self.stats.session_restarts, "status": status,
+                       "session_id": getattr(getattr(self._last_device, "driver", None), "session_id", None),
+                       "profile_dir": str(getattr(self._last_device, "profile_dir", None) or "")})
 
     def run(self) -> CrawlStats:
         budget = self.config.budget

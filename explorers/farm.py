@@ -4,7 +4,8 @@ A process per device because a crawl is mostly waiting on its browser/device, an
 crashes (a wedged driver, an OOM kill) must not take the others with it. The parent owns the job queue and
 hands each worker one job at a time over the worker's own pipe, so it always knows which job a worker holds:
 when a worker process dies mid-job (SIGKILL, OOM) the parent puts that job back at the front of the queue and
-starts a fresh worker for the device; whichever worker takes the job next resumes it from its step log, so
+starts a fresh worker for the device (after ending the dead worker's WebDriver session, which would otherwise
+keep its browser open on the endpoint); whichever worker takes the job next resumes it from its step log, so
 nothing is lost or repeated. (A queue shared by all workers cannot promise that: a worker killed between
 taking a job and announcing it loses the job, and one killed while holding the queue's lock wedges the
 others.) Workers of one app write separate logs into one app directory, and ``export`` merges them into one
@@ -16,7 +17,9 @@ from __future__ import annotations
 import contextlib
 import multiprocessing as mp
 import os
+import shutil
 import time
+import urllib.request
 from collections import deque
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -85,6 +88,7 @@ class FarmResult:
     seconds: float
     requeued: list[str] = field(default_factory=list)  # jobs handed back after their worker died
     worker_restarts: dict[str, int] = field(default_factory=dict)  # device name -> fresh workers started
+    orphans_closed: list[str] = field(default_factory=list)  # sessions of dead workers ended by the parent
 
 
 @dataclass
@@ -95,6 +99,23 @@ class _Slot:
     conn: Connection
     pid: int = 0
     job: Job | None = None
+    session_id: str | None = None  # the worker's live WebDriver session, closed by the parent if the worker dies
+    profile_dir: str = ""
+
+
+def close_orphaned_session(endpoint_url: str, session_id: str, profile_dir: str = "") -> bool:
+    """End a session whose worker process died: the browser/device would otherwise stay open on the endpoint
+    (chromedriver never times sessions out) and leak a browser per worker death. True when the endpoint agreed."""
+    ok = False
+    req = urllib.request.Request(f"{endpoint_url.rstrip('/')}/session/{session_id}", method="DELETE")
+    try:
+        with urllib.request.urlopen(req, timeout=15) as r:
+            ok = r.status == 200
+    except (OSError, ValueError):
+        pass
+    if profile_dir:
+        shutil.rmtree(profile_dir, ignore_errors=True)
+    return ok
 
 
 def run_farm(config: CrawlConfig, console: Console | None = None, show_progress: bool = True,
@@ -111,6 +132,7 @@ def run_farm(config: CrawlConfig, console: Console | None = None, show_progress:
     results: list[dict[str, Any]] = []
     failures: list[tuple[str, str]] = []
     requeued: list[str] = []
+    orphans_closed: list[str] = []
     finished = 0
     t0 = time.monotonic()
 
@@ -142,6 +164,7 @@ def run_farm(config: CrawlConfig, console: Console | None = None, show_progress:
                         on_worker(config.devices[i].name, payload)
                     assign(i)
                 elif kind == "progress":
+                    slot.session_id, slot.profile_dir = payload.get("session_id"), payload.get("profile_dir", "")
                     progress.update(bars[i], completed=payload["steps"],
                                     info=f"{payload['states']} states · {payload['status']}")
                 elif kind in ("done", "failed"):
@@ -164,6 +187,9 @@ def run_farm(config: CrawlConfig, console: Console | None = None, show_progress:
         slot.conn.close()
         slot.process.join(timeout=5)
         code = slot.process.exitcode
+        if code != 0 and slot.session_id and close_orphaned_session(config.devices[i].url, slot.session_id,
+                                                                     slot.profile_dir):
+            orphans_closed.append(slot.session_id)
         if slot.job is not None:
             pending.appendleft(slot.job)
             requeued.append(slot.job.name(config))
@@ -206,4 +232,4 @@ def run_farm(config: CrawlConfig, console: Console | None = None, show_progress:
             slot.process.join(timeout=10)
     exports = {app.id: GraphStore(config.output, app.id, config.blob_root).export() for app in config.apps}
     return FarmResult(results, failures, exports, time.monotonic() - t0, requeued,
-                      {config.devices[i].name: r for i, r in restarts.items()})
+                      {config.devices[i].name: r for i, r in restarts.items()}, orphans_closed)

@@ -20,7 +20,7 @@ import pytest
 
 from explorers.config import parse_config
 from explorers.farm import run_farm
-from explorers.local_servers import start_chromedriver
+from explorers.local_servers import http_get, start_chromedriver
 from explorers.store import read_log
 
 LOGIN = {
@@ -143,3 +143,7 @@ def test_killed_worker_process_has_its_job_requeued_and_finished_once(
     assert _dangerous(demo_app_url) == []
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
+    # The dead worker's browser session was ended by the parent, not leaked on the endpoint.
+    assert len(result.orphans_closed) == 1
+    status, body = http_get(f"{chromedriver_url}/session/{result.orphans_closed[0]}/url")
+    assert status == 404 and "invalid session id" in body
