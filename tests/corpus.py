@@ -392,3 +392,121 @@ def build_corpus(root: Path, n_good: int = 24) -> Corpus:
     c.expected = resolved
     c.lines = text_lines
     return c
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Benchmark corpus: any number of records, streamed, over a bounded pool of screenshots
+# ---------------------------------------------------------------------------------------------------------
+
+BENCH_APPS = ("bench-notes", "bench-mail", "bench-shop", "bench-maps")
+_BENCH_WORDS = ("amber", "basil", "cedar", "delta", "ember", "fjord", "garnet", "harbor", "indigo", "juniper",
+                "kelp", "lumen", "maple", "nectar", "onyx", "pepper", "quartz", "raven", "saffron", "tundra",
+                "umber", "violet", "willow", "xenon", "yarrow", "zephyr", "anchor", "bramble", "cobalt", "dune")
+
+
+@dataclass
+class BenchCorpus:
+    """A streamed benchmark corpus: where it is and what was planted (counts only: nothing per record is kept)."""
+
+    path: Path
+    blobs: Path
+    records: int = 0
+    steps: int = 0
+    exact_copies: int = 0
+    bad_records: int = 0
+    pool: list[str] = field(default_factory=list)
+
+
+def screen_pool(store: BlobStore, size: int, seed: int = 0) -> list[str]:
+    """Render ``size`` distinct 1280x720 screens into the store once (cached in ``pool-<size>-<seed>.json``
+    next to it), returning their sha256s: a crawl revisits a bounded set of screens, and rendering is the
+    slow part of generating a corpus."""
+    index = Path(store.root) / f"pool-{size}-{seed}.json"
+    if index.is_file():
+        shas = json.loads(index.read_text())
+        if len(shas) == size and all(store.exists(s) for s in shas[:: max(1, size // 16)]):
+            return shas
+    rng = random.Random(seed)
+    layouts = ("list", "detail", "edit", "modal")  # settings screens differ only by toggles: near-dups by design
+    shas = [store.put(render(Screen(layouts[i % 4], content=100_000 + i, clock=f"{rng.randint(0, 23):02d}:00",
+                                    banner=rng.randint(0, 3)))) for i in range(size)]
+    index.write_text(json.dumps(shas))
+    return shas
+
+
+def stream_bench_corpus(root: Path, n_records: int, *, pool_size: int = 1000, steps: int = 2, seed: int = 0,
+                        exact_copy_every: int = 40, bad_every: int = 97) -> BenchCorpus:
+    """Write ``root/bench-<n>.jsonl`` record by record (constant memory) over ``pool_size`` shared screens.
+
+    Every record is a valid ``steps``-step trajectory with its own task words and its own action targets, so
+    curation keeps most of it; every ``exact_copy_every``-th record is followed by a re-ingested copy under a
+    new id (exact duplicates) and every ``bad_every``-th line is a bad record (invalid JSON, an unknown action,
+    or a point outside its target) — the funnel does real rejecting, as on real data.
+    """
+    root.mkdir(parents=True, exist_ok=True)
+    store = BlobStore(root / "blobs")
+    shas = screen_pool(store, pool_size, seed)
+    rng = random.Random(seed)
+    obs_cache: dict[tuple[str, str], Observation] = {}
+
+    def observation(sha: str, app: str) -> Observation:
+        key = (sha, app)
+        if key not in obs_cache:
+            obs_cache[key] = Observation(
+                id=stable_id("obs", sha, app), screenshot_sha256=sha, width=W, height=H,
+                device=DeviceProfile(name="desktop", width=W, height=H, kind="desktop"), platform="web",
+                app_id=app, app_version="1.0", location=f"http://127.0.0.1/{sha[:8]}",
+                elements=[Element(id=f"row-{r}", role="listitem", text=f"Row {r}",
+                                  bbox=BBox(x1=220, y1=100 + 64 * r, x2=1240, y2=156 + 64 * r), clickable=True)
+                          for r in range(8)])
+        return obs_cache[key]
+
+    c = BenchCorpus(root / f"bench-{n_records}.jsonl", root / "blobs", pool=shas)
+    with c.path.open("w", encoding="utf-8") as f:
+        for k in range(n_records):
+            words = rng.sample(_BENCH_WORDS, 4)
+            app = BENCH_APPS[k % len(BENCH_APPS)]
+            task = (f"{TASK_VERBS[k % len(TASK_VERBS)]} the {words[0]} {TASK_WORDS[rng.randrange(len(TASK_WORDS))]}"
+                    f" note, tag it {words[1]}-{words[2]} and add {words[3]} {rng.randrange(10**6)}")
+            step_list = []
+            for i in range(steps):
+                row = rng.randrange(8)
+                y = 128 + 64 * row
+                if i < steps - 1:
+                    # No element id: the dedupe signature is then the 20‰ grid cell, so two records repeat a
+                    # (screen, action) pair only by chance, as a crawl's random walks do.
+                    action = Action(type="click", x=230 + rng.randrange(1000), y=y, image_width=W, image_height=H,
+                                    target_bbox=BBox(x1=220, y1=y - 28, x2=1240, y2=y + 28))
+                    instruction, reasoning = f"Tap row {row}", f"Row {row} holds the note. Tap it."
+                else:
+                    text = f"{words[3]} {k}"
+                    action = Action(type="type", text=text, x=700, y=y, image_width=W, image_height=H)
+                    instruction, reasoning = f"Type {text}", "The editor is open. Type the new text."
+                step_list.append(Step(index=i, observation=observation(shas[rng.randrange(len(shas))], app),
+                                      action=action, instruction=instruction, reasoning=reasoning))
+            traj = Trajectory(
+                id=f"bench-{k:07d}", task=Task(id=f"bt-{k:07d}", instruction=task, app_id=app), steps=step_list,
+                app_id=app, app_version="1.0", platform="web", scores={"judge": float(3 + k % 3)},
+                lineage=Lineage(source="crawl", crawl_run="bench", device="desktop", synthesizer_model="rules",
+                                prompt_version="v1"))
+            line = traj.model_dump_json()
+            if bad_every and k % bad_every == bad_every - 1:
+                kind = (k // bad_every) % 3
+                if kind == 0:
+                    line = line[: len(line) // 2]
+                elif kind == 1:
+                    line = line.replace('"type":"click"', '"type":"teleport"', 1)
+                else:
+                    bad = json.loads(line)
+                    bad["steps"][0]["action"].update(x=1270.0, x_norm=None, y_norm=None)
+                    line = json.dumps(bad)
+                c.bad_records += 1
+            f.write(line + "\n")
+            c.records += 1
+            c.steps += steps
+            if exact_copy_every and k % exact_copy_every == 0:
+                f.write(line.replace(f'"id":"bench-{k:07d}"', f'"id":"copy-{k:07d}"', 1) + "\n")
+                c.records += 1
+                c.steps += steps
+                c.exact_copies += 1
+    return c

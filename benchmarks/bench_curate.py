@@ -1,0 +1,165 @@
+"""Full curation pipeline throughput vs the image-decoding floor, and peak memory at two corpus sizes.
+
+What is compared, on one streamed corpus (``tests.corpus.stream_bench_corpus``: N trajectories of ``--steps``
+steps over a bounded pool of ``--pool`` 1280x720 screenshots, with planted exact copies and bad records):
+
+- **floor**: a single-process loop that only reads, decodes and hashes (pHash + 1024-bit dHash, the same
+  ``filters.screenshot.inspect_blob``) the screenshots the records reference, each distinct screenshot once —
+  the image work curation cannot avoid. Records/s = records in the corpus / loop seconds.
+- **curate (direct)** and **curate (2 workers)**: ``pipelines.curation.pipeline.curate`` end to end (Beam
+  pipeline, shards with embedded images, rejects, expectations, manifest, card), in-process and on Beam's
+  multi-process runner.
+- **peak RSS** of an in-process curate run at the small and the large size, each in a fresh subprocess.
+
+Every measurement runs in a fresh subprocess so imports, caches and allocator state do not leak between them.
+Prints ``BENCH curate_vs_floor``, ``BENCH curate_2w_vs_floor`` (curate records/s ÷ floor records/s; below 1
+means slower than the floor) and ``BENCH rss_100k_vs_10k`` (peak RSS at ``--large`` ÷ at ``--small``) last.
+
+Usage: ``python benchmarks/bench_curate.py [--small 10000] [--large 100000] [--pool 1000] [--steps 2]
+[--instruction-dedupe minhash] [--workdir DIR]``. On a 2-core machine the 100k run takes far longer than ten
+minutes; pass smaller sizes (keep the 10x ratio) and report what ran.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def _peak_rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def child_floor(corpus: Path, blobs: Path) -> dict:
+    """Decode and hash every distinct screenshot the corpus references, in record order (one process)."""
+    from filters.screenshot import inspect_blob
+    from schemas.blobstore import BlobStore
+
+    refs: list[str] = []  # collected untimed: the floor measures image work only
+    records = 0
+    with corpus.open(encoding="utf-8") as f:
+        for line in f:
+            records += 1
+            try:
+                refs += [s["observation"]["screenshot_sha256"] for s in json.loads(line)["steps"]]
+            except (ValueError, KeyError, TypeError):
+                continue
+    store = BlobStore(blobs)
+    seen: set[str] = set()
+    start = time.perf_counter()
+    for sha in refs:
+        if sha not in seen:
+            seen.add(sha)
+            inspect_blob(store, sha)
+    seconds = time.perf_counter() - start
+    return {"records": records, "refs": len(refs), "distinct": len(seen), "seconds": seconds,
+            "rss_mib": _peak_rss_mib()}
+
+
+def child_curate(corpus: Path, blobs: Path, out: Path, runner: str, workers: int, dedupe: str) -> dict:
+    from pipelines.curation.config import CurateConfig
+    from pipelines.curation.pipeline import curate
+
+    cfg = CurateConfig(inputs=[corpus], out=out, blobs=str(blobs), runner=runner, workers=workers,
+                       instruction_dedupe=dedupe)
+    start = time.perf_counter()
+    result = curate(cfg)
+    seconds = time.perf_counter() - start
+    m = result.manifest
+    return {"records": m["totals"]["records_in"], "seconds": seconds, "rss_mib": _peak_rss_mib(),
+            "children_rss_mib": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
+            "totals": m["totals"], "funnel": {s["stage"]: s["reasons"] for s in m["stages"] if s["reasons"]}}
+
+
+def run_child(args: list[str], timeout: float) -> dict:
+    """One measurement in a fresh interpreter; its last stdout line is the JSON result."""
+    proc = subprocess.run([sys.executable, __file__, "--child", *args], capture_output=True, text=True,
+                          cwd=ROOT, timeout=timeout)
+    if proc.returncode != 0:
+        raise RuntimeError(f"child {args[:1]} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--small", type=int, default=10_000, help="records for throughput and the small RSS run")
+    ap.add_argument("--large", type=int, default=100_000, help="records for the large RSS run")
+    ap.add_argument("--pool", type=int, default=1000, help="distinct screenshots the records share")
+    ap.add_argument("--steps", type=int, default=2, help="steps per trajectory")
+    ap.add_argument("--instruction-dedupe", default="minhash", help="minhash | minilm | off (see README)")
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--workdir", type=Path, default=None, help="keep the corpus here (reused between runs)")
+    ap.add_argument("--timeout", type=float, default=3600, help="seconds allowed per measurement")
+    ap.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
+    a = ap.parse_args()
+
+    if a.child:
+        kind, corpus, blobs, *rest = a.child
+        if kind == "floor":
+            res = child_floor(Path(corpus), Path(blobs))
+        else:
+            out, runner, workers, dedupe = rest
+            res = child_curate(Path(corpus), Path(blobs), Path(out), runner, int(workers), dedupe)
+        print(json.dumps(res))
+        return
+
+    from tests.corpus import stream_bench_corpus
+
+    work = a.workdir or Path(tempfile.mkdtemp(prefix="bench-curate-"))
+    t = time.perf_counter()
+    small = stream_bench_corpus(work, a.small, pool_size=a.pool, steps=a.steps)
+    large = stream_bench_corpus(work, a.large, pool_size=a.pool, steps=a.steps)
+    print(f"corpus: {small.records} and {large.records} records ({a.steps} steps each, {a.pool} shared "
+          f"1280x720 screenshots, {large.exact_copies} exact copies and {large.bad_records} bad records planted "
+          f"in the large one) written in {time.perf_counter() - t:.0f} s under {work}", flush=True)
+    blobs = str(small.blobs)
+
+    def curate_run(corpus: Path, runner: str) -> dict:
+        out = work / f"out-{corpus.stem}-{runner}"
+        shutil.rmtree(out, ignore_errors=True)
+        try:
+            return run_child(["curate", str(corpus), blobs, str(out), runner, str(a.workers),
+                              a.instruction_dedupe], a.timeout)
+        finally:
+            shutil.rmtree(out, ignore_errors=True)
+
+    floor = run_child(["floor", str(small.path), blobs], a.timeout)
+    floor_rps = floor["records"] / floor["seconds"]
+    per_screen = floor["seconds"] / floor["distinct"]
+    print(f"floor: {floor['distinct']} distinct of {floor['refs']} screenshot references decoded+hashed in "
+          f"{floor['seconds']:.1f} s ({per_screen * 1000:.0f} ms each) → {floor_rps:.1f} records/s "
+          f"(if every reference were a distinct screenshot: {floor['records'] / (per_screen * floor['refs']):.1f} "
+          f"records/s)", flush=True)
+    direct = curate_run(small.path, "direct")
+    d_rps = direct["records"] / direct["seconds"]
+    print(f"curate direct, {direct['records']} records: {direct['seconds']:.1f} s → {d_rps:.1f} records/s, "
+          f"peak RSS {direct['rss_mib']:.0f} MiB; kept {direct['totals']['samples_kept']} of "
+          f"{direct['totals']['samples_in']} samples; rejects {direct['funnel']}", flush=True)
+    multi = curate_run(small.path, "multiprocess")
+    m_rps = multi["records"] / multi["seconds"]
+    print(f"curate multiprocess ({a.workers} workers), {multi['records']} records: {multi['seconds']:.1f} s → "
+          f"{m_rps:.1f} records/s, driver peak RSS {multi['rss_mib']:.0f} MiB, largest worker "
+          f"{multi['children_rss_mib']:.0f} MiB", flush=True)
+    big = curate_run(large.path, "direct")
+    print(f"curate direct, {big['records']} records: {big['seconds']:.1f} s → {big['records'] / big['seconds']:.1f}"
+          f" records/s, peak RSS {big['rss_mib']:.0f} MiB", flush=True)
+    if a.workdir is None:
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"sizes run: small={small.records} large={large.records} records (ratio {large.records / small.records:.1f})")
+    print(f"BENCH curate_vs_floor={d_rps / floor_rps:.3f}")
+    print(f"BENCH curate_2w_vs_floor={m_rps / floor_rps:.3f}")
+    print(f"BENCH rss_100k_vs_10k={big['rss_mib'] / direct['rss_mib']:.3f}")
+
+
+if __name__ == "__main__":
+    main()
