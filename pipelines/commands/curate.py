@@ -6,6 +6,7 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 RUNNERS = "direct (in-process), multiprocess (--workers N), portable (--job-endpoint, --worker-pool), or a Beam " \
@@ -19,6 +20,40 @@ def funnel_table(manifest: dict) -> Table:
         top = ", ".join(f"{r}={n}" for r, n in reasons[:4]) + (" …" if len(reasons) > 4 else "")
         table.add_row(s["stage"], s["unit"], str(s["in"]), str(s["kept"]), str(s["rejected"]), top or "—")
     return table
+
+
+class CurateProgress:
+    """Rich progress for a run: the phase, records read (of the total in the inputs), samples inspected,
+    samples and rejects written — fed by ``curate``'s ``status`` and ``progress`` callbacks."""
+
+    ROWS = (("records_read", "read records"), ("samples_inspected", "inspected screenshots"),
+            ("samples_written", "wrote samples"), ("rejects_written", "wrote rejects"))
+
+    def __init__(self, console: Console, records_total: int):
+        self.bar = Progress(SpinnerColumn(), TextColumn("{task.description:<24}"), BarColumn(),
+                            MofNCompleteColumn(), TimeElapsedColumn(), console=console, transient=False)
+        self.phase_task = self.bar.add_task("starting", total=None)
+        self.tasks = {key: self.bar.add_task(label, total=records_total if key == "records_read" else None)
+                      for key, label in self.ROWS}
+
+    def __enter__(self) -> CurateProgress:
+        self.bar.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.bar.update(self.phase_task, description="done" if exc[0] is None else "failed", total=1,
+                        completed=1 if exc[0] is None else 0)
+        final = {t.id: t.completed for t in self.bar.tasks}
+        for task in self.tasks.values():  # the counts are final now: show them as complete
+            self.bar.update(task, total=max(final[task], 1), completed=final[task])
+        self.bar.stop()
+
+    def phase(self, message: str) -> None:
+        self.bar.update(self.phase_task, description=message)
+
+    def counts(self, counts: dict[str, int]) -> None:
+        for key, task in self.tasks.items():
+            self.bar.update(task, completed=counts.get(key, 0))
 
 
 def register(app: typer.Typer) -> None:
@@ -61,6 +96,7 @@ def register(app: typer.Typer) -> None:
         from pipelines.curation.expectations import ExpectationsFailed
         from pipelines.curation.manifest import AccountingError
         from pipelines.curation.pipeline import curate
+        from pipelines.curation.progress import count_input_records
 
         console = Console()
         try:
@@ -74,8 +110,8 @@ def register(app: typer.Typer) -> None:
         except ValueError as exc:
             raise typer.BadParameter(str(exc)) from None
         try:
-            with console.status("curating…") as status:
-                result = curate(cfg, status=lambda msg: status.update(f"curating: {msg}"))
+            with CurateProgress(console, count_input_records(cfg.inputs)) as bar:
+                result = curate(cfg, status=bar.phase, progress=bar.counts)
         except (ExpectationsFailed, AccountingError) as exc:
             console.print(f"[red]curation failed, nothing published:[/red] {exc}")
             raise typer.Exit(1) from None

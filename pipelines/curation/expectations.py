@@ -15,6 +15,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
+from pipelines.curation.quiet import GE_DOCS_LOGGER, lowered_levels
 from schemas.action import ActionType
 from schemas.trajectory import Verification
 
@@ -70,9 +71,13 @@ def shard_frame(path: Path):
 
 def validate_shards(shards: list[Path], report: Path, max_image_side: int, embedded: bool) -> dict:
     """Run the suite on every shard, save JSON results to ``report``; raise ``ExpectationsFailed`` on failure."""
-    logging.getLogger("great_expectations").setLevel(logging.ERROR)
-    import great_expectations as gx
+    import great_expectations as gx  # its import forces GE_DOCS_LOGGER to INFO: quiet it after, for this call
 
+    with lowered_levels({"great_expectations": logging.ERROR, GE_DOCS_LOGGER: logging.WARNING}):
+        return _validate(gx, shards, report, max_image_side, embedded)
+
+
+def _validate(gx: Any, shards: list[Path], report: Path, max_image_side: int, embedded: bool) -> dict:
     ctx = gx.get_context(mode="ephemeral")
     with contextlib.suppress(Exception):  # progress bars are cosmetic; their config shape varies by version
         ctx.variables.progress_bars = {"globally": False, "metric_calculations": False}

@@ -13,6 +13,7 @@ from filters.item import Item, SourceRecord
 from filters.pii import has_pii, redact_text
 from filters.ranking import VERIFICATION_RANK, representative_key
 from filters.text_similarity import make_clusterer
+from pipelines.curation.quiet import no_hf_progress_bars
 from schemas import samples_from_trajectory
 from schemas.base import stable_id
 
@@ -133,7 +134,8 @@ def near_duplicate_tasks(group: tuple[str, Iterable[tuple[str, str, tuple]]], ba
     members = sorted(members, key=lambda m: m[0])
     if clusterer is None or len(members) < 2:
         return
-    labels = clusterer.labels([m[1] for m in members])
+    with no_hf_progress_bars():  # the embedding model's "Loading weights" bar, drawn by each worker
+        labels = clusterer.labels([m[1] for m in members])
     best: dict[int, tuple[str, str, tuple]] = {}
     for m, lab in zip(members, labels, strict=True):
         if int(lab) not in best or m[2] < best[int(lab)][2]:

@@ -14,6 +14,7 @@ import apache_beam as beam
 import pyarrow.parquet as pq
 
 from filters.item import SourceRecord
+from pipelines.curation.progress import RECORDS_READ, ProgressCounter
 from schemas.errors import RecordValidationError
 from schemas.recordio import iter_jsonl
 from schemas.records import parse_record
@@ -48,17 +49,36 @@ def read_source(path: str) -> Iterator[SourceRecord]:
             yield SourceRecord(src, errors=parsed.errors, raw=parsed.raw)
 
 
+class ReadSource(beam.DoFn):
+    """``read_source`` as a DoFn that reports how many records it has read (see ``progress``)."""
+
+    def __init__(self, progress_dir: str | None = None):
+        self.progress_dir = progress_dir
+
+    def setup(self):
+        self.progress = ProgressCounter(self.progress_dir)
+
+    def process(self, path: str) -> Iterator[SourceRecord]:
+        for record in read_source(path):
+            self.progress.inc(RECORDS_READ)
+            yield record
+
+    def finish_bundle(self):
+        self.progress.flush()
+
+
 class ReadTrajectories(beam.PTransform):
     """Files → SourceRecords, redistributed so later stages run in parallel across workers."""
 
-    def __init__(self, paths: list[str]):
+    def __init__(self, paths: list[str], progress_dir: str | None = None):
         super().__init__()
         self.paths = sorted(paths)
+        self.progress_dir = progress_dir
 
     def expand(self, pbegin):
         return (
             pbegin
             | "Files" >> beam.Create(self.paths)
-            | "Parse" >> beam.FlatMap(read_source)
+            | "Parse" >> beam.ParDo(ReadSource(self.progress_dir))
             | "Spread" >> beam.Reshuffle()
         )

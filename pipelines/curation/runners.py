@@ -12,17 +12,20 @@ for Dataflow or ``--beam-arg=--flink_master=host:8081`` for Flink.
 from __future__ import annotations
 
 import logging
+from contextlib import AbstractContextManager
 
 from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.runners.runner import PipelineRunner
 
 from pipelines.curation.config import CurateConfig
+from pipelines.curation.quiet import lowered_levels
 
 
-def quiet_beam() -> None:
-    """Beam logs every bundle and the Prism probe at INFO/WARNING; a CLI run wants only real problems."""
-    for name in ("apache_beam", "apache_beam.runners", "apache_beam.runners.portability"):
-        logging.getLogger(name).setLevel(logging.ERROR)
+def quiet_beam() -> AbstractContextManager[None]:
+    """Beam logs every bundle and the Prism probe at INFO/WARNING; a curation run wants only real problems.
+    Scoped to the run: the levels are restored afterwards."""
+    return lowered_levels({name: logging.ERROR for name in
+                           ("apache_beam", "apache_beam.runners", "apache_beam.runners.portability")})
 
 
 def runner_and_options(cfg: CurateConfig) -> tuple[PipelineRunner | str, PipelineOptions]:

@@ -24,6 +24,7 @@ from filters.text_filters import InstructionPresent, LanguageMatches, ReasoningC
 from filters.verdict_filters import JudgeScoreAtLeast, NotDuplicate, ReplaySucceeded
 from pipelines.curation import functions as fn
 from pipelines.curation.config import CurateConfig
+from pipelines.curation.progress import SAMPLES_INSPECTED, ProgressCounter
 from schemas.blobstore import BlobStore
 
 
@@ -115,13 +116,18 @@ class ExactDedupe(beam.PTransform):
 class InspectScreens(beam.DoFn):
     """Attach ``ScreenFacts`` to each item: read the blob once per worker and screenshot, keep only hashes."""
 
-    def __init__(self, blobs: str, cache_size: int = 4096):
+    def __init__(self, blobs: str, cache_size: int = 4096, progress_dir: str | None = None):
         self.blobs = blobs
         self.cache_size = cache_size
+        self.progress_dir = progress_dir
 
     def setup(self):
         self.store = BlobStore(self.blobs)
         self.cache = {}
+        self.progress = ProgressCounter(self.progress_dir)
+
+    def finish_bundle(self):
+        self.progress.flush()
 
     def process(self, it: Item):
         sha = it.sample.screenshot_sha256
@@ -132,15 +138,16 @@ class InspectScreens(beam.DoFn):
                 self.cache.pop(next(iter(self.cache)))
             self.cache[sha] = facts
         it.screen = facts
+        self.progress.inc(SAMPLES_INSPECTED)
         yield it
 
 
 class QualityGates(beam.PTransform):
     """Cheap text/geometry checks, then the screenshot checks; first failing gate names the reason."""
 
-    def __init__(self, cfg: CurateConfig, run_time: datetime):
+    def __init__(self, cfg: CurateConfig, run_time: datetime, progress_dir: str | None = None):
         super().__init__()
-        self.cfg, self.run_time = cfg, run_time
+        self.cfg, self.run_time, self.progress_dir = cfg, run_time, progress_dir
 
     def expand(self, items):
         cfg = self.cfg
@@ -150,7 +157,7 @@ class QualityGates(beam.PTransform):
             ReplaySucceeded(), JudgeScoreAtLeast(cfg.judge_key, cfg.min_judge_score),
             ImageUsable(), ImageSizeMatches(),
         ]
-        inspected = items | "InspectScreens" >> beam.ParDo(InspectScreens(cfg.blobs))
+        inspected = items | "InspectScreens" >> beam.ParDo(InspectScreens(cfg.blobs, progress_dir=self.progress_dir))
         return _filter_stage("Quality", "quality", "sample", inspected, gates, fn.item_id, fn.item_payload,
                              self.run_time)
 

@@ -22,6 +22,7 @@ import pyarrow.parquet as pq
 from filters.item import Item
 from filters.pii import blur_regions
 from pipelines.curation.functions import shard_of
+from pipelines.curation.progress import REJECTS_WRITTEN, SAMPLES_WRITTEN, ProgressCounter
 from schemas import Reject
 from schemas.arrow import REJECT_SCHEMA, SAMPLE_SCHEMA, to_row
 from schemas.blobstore import BlobStore
@@ -63,13 +64,19 @@ def _chunks(seq: list, n: int) -> Iterator[list]:
 class WriteSampleShard(beam.DoFn):
     """(shard, items) → one Parquet shard of Sample rows with screenshots embedded (or referenced)."""
 
-    def __init__(self, staging: str, blobs: str, embed: bool, redact: bool, row_group_rows: int):
+    def __init__(self, staging: str, blobs: str, embed: bool, redact: bool, row_group_rows: int,
+                 progress_dir: str | None = None):
         self.staging, self.blobs, self.embed = staging, blobs, embed
         self.redact, self.row_group_rows = redact, row_group_rows
+        self.progress_dir = progress_dir
 
     def setup(self):
         self.store = BlobStore(self.blobs)
         self.blurred = beam.metrics.Metrics.counter("curate.write", "pii_regions_blurred")
+        self.progress = ProgressCounter(self.progress_dir)
+
+    def finish_bundle(self):
+        self.progress.flush()
 
     def _row(self, it: Item) -> dict:
         s = it.sample
@@ -80,6 +87,7 @@ class WriteSampleShard(beam.DoFn):
             data = blur_regions(data, it.pii_boxes)
             self.blurred.inc(len(it.pii_boxes))
             s = s.model_copy(update={"screenshot_sha256": self.store.put(data)})
+        self.progress.inc(SAMPLES_WRITTEN)
         return to_row(s.model_copy(update={"image": data if self.embed else None}))
 
     def process(self, kv: tuple[tuple[int, int], Iterable[Item]]):
@@ -94,8 +102,14 @@ class WriteSampleShard(beam.DoFn):
 class WriteRejectShard(beam.DoFn):
     """((stage, shard), rejects) → rejects/<stage>-NNNNN-of-NNNNN.parquet, rows sorted for determinism."""
 
-    def __init__(self, staging: str, row_group_rows: int):
-        self.staging, self.row_group_rows = staging, row_group_rows
+    def __init__(self, staging: str, row_group_rows: int, progress_dir: str | None = None):
+        self.staging, self.row_group_rows, self.progress_dir = staging, row_group_rows, progress_dir
+
+    def setup(self):
+        self.progress = ProgressCounter(self.progress_dir)
+
+    def finish_bundle(self):
+        self.progress.flush()
 
     def process(self, kv: tuple[tuple[str, int, int], Iterable[Reject]]):
         (stage, index, count), members = kv
@@ -103,6 +117,7 @@ class WriteRejectShard(beam.DoFn):
                                                                     r["payload"]))
         path = Path(self.staging) / REJECTS_DIR / shard_name(stage, index, count)
         n = atomic_parquet(path, REJECT_SCHEMA, _chunks(rows, self.row_group_rows), self.row_group_rows)
+        self.progress.inc(REJECTS_WRITTEN, n)
         yield {"file": f"{REJECTS_DIR}/{path.name}", "rows": n}
 
 
@@ -127,9 +142,9 @@ class WriteShards(beam.PTransform):
     """Kept items → data shards; returns the written files' {file, rows}."""
 
     def __init__(self, staging: str, blobs: str, embed: bool, redact: bool, rows_per_shard: int,
-                 row_group_rows: int):
+                 row_group_rows: int, progress_dir: str | None = None):
         super().__init__()
-        self.args = staging, blobs, embed, redact, row_group_rows
+        self.args = staging, blobs, embed, redact, row_group_rows, progress_dir
         self.rows_per_shard = rows_per_shard
 
     def expand(self, items):
@@ -145,9 +160,10 @@ class WriteShards(beam.PTransform):
 class WriteRejects(beam.PTransform):
     """All rejects → per-stage reject shards."""
 
-    def __init__(self, staging: str, rows_per_shard: int, row_group_rows: int):
+    def __init__(self, staging: str, rows_per_shard: int, row_group_rows: int, progress_dir: str | None = None):
         super().__init__()
         self.staging, self.rows_per_shard, self.row_group_rows = staging, rows_per_shard, row_group_rows
+        self.progress_dir = progress_dir
 
     def expand(self, rejects):
         counts = rejects | "StageOf" >> beam.Map(lambda r: (r.stage, 1)) | "CountPerStage" >> beam.CombinePerKey(sum)
@@ -155,7 +171,8 @@ class WriteRejects(beam.PTransform):
             rejects
             | "AssignRejectShard" >> beam.Map(_key_reject, beam.pvalue.AsDict(counts), self.rows_per_shard)
             | "GroupRejectShard" >> beam.GroupByKey()
-            | "WriteRejectShard" >> beam.ParDo(WriteRejectShard(self.staging, self.row_group_rows))
+            | "WriteRejectShard" >> beam.ParDo(WriteRejectShard(self.staging, self.row_group_rows,
+                                                                     self.progress_dir))
         )
 
 
