@@ -55,6 +55,7 @@ def coverage(report: dict[str, Any], path: Path) -> Path | None:
             ax.annotate(p["version"] or "", (p["seq"], p["states"]), fontsize=7, textcoords="offset points",
                         xytext=(0, 5))
     ax.set_xlabel("run")
+    ax.xaxis.get_major_locator().set_params(integer=True)
     ax.set_ylabel("screens (states)")
     ax.set_title("Coverage over runs (labels: app version)")
     ax.legend(fontsize=8)
@@ -84,6 +85,7 @@ def executability(report: dict[str, Any], path: Path) -> Path | None:
         ax.scatter([report["seq"]], [v], marker="s", label=f"new tasks replayed: {app}")
     ax.set_ylim(-0.05, 1.05)
     ax.set_xlabel("run")
+    ax.xaxis.get_major_locator().set_params(integer=True)
     ax.set_title("Executability")
     ax.legend(fontsize=8)
     return _save(fig, path)

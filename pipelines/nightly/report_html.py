@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment, select_autoescape
+from markupsafe import Markup
 
 TEMPLATE = """<!doctype html>
 <html><head><meta charset="utf-8"><title>trajforge nightly {{ r.run_id }}</title>
@@ -77,12 +78,12 @@ pruned {{ r.retention.blobs_pruned }} blob(s) ({{ r.retention.bytes_pruned }} by
 
 
 def render(report: dict[str, Any], images: dict[str, Path]) -> str:
-    def img(name: str) -> str:
+    def img(name: str) -> Markup:
         path = images.get(name)
         if path is None:
-            return ""
+            return Markup("")
         data = base64.b64encode(path.read_bytes()).decode()
-        return f'<img alt="{name}" src="data:image/png;base64,{data}">'
+        return Markup(f'<img alt="{name}" src="data:image/png;base64,{data}">')
 
     env = Environment(autoescape=select_autoescape(default=True))
     return env.from_string(TEMPLATE).render(r=report, img=img)
