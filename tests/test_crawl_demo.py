@@ -44,7 +44,7 @@ def _config(out: Path, device_url: str, app_url: str, steps: int, kind: str = "c
         "run_id": "test", "output": str(out),
         "devices": [{"name": "d0", "url": device_url, "kind": kind}],
         "apps": [{"id": "demo-notes", "entry": app_url + "/", "login": LOGIN}],
-        "budget": {"max_steps": steps, "max_seconds": 240, "max_restarts": 10},
+        "budget": {"max_steps": steps, "max_seconds": 600, "max_restarts": 10},
     }
 
 

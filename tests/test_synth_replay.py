@@ -53,7 +53,7 @@ def demo_crawl(tmp_path_factory: pytest.TempPathFactory, chromedriver_url: str, 
         "run_id": "synth-test", "output": str(root / "graph"),
         "devices": [{"name": "d0", "url": chromedriver_url, "kind": "chromedriver"}],
         "apps": [{"id": "demo-notes", "entry": demo_app_url + "/", "login": LOGIN}],
-        "budget": {"max_steps": CRAWL_STEPS, "max_seconds": 240, "max_restarts": 10},
+        "budget": {"max_steps": CRAWL_STEPS, "max_seconds": 900, "max_restarts": 10},  # steps bound it, not load
     }
     cfg_path = root / "crawl.yaml"
     cfg_path.write_text(yaml.safe_dump(config))

@@ -58,7 +58,7 @@ def _crawl(out: Path, appium_url: str, app: dict[str, Any], profile: Profile) ->
     cfg = parse_config({
         "run_id": "thirdparty", "output": str(out),
         "devices": [{"name": "appium", "url": appium_url, "kind": "appium-chromium"}],
-        "apps": [app], "budget": {"max_steps": STEPS, "max_seconds": 150, "max_restarts": 10},
+        "apps": [app], "budget": {"max_steps": STEPS, "max_seconds": 600, "max_restarts": 10},
     })
     crawler = Crawler(cfg, cfg.apps[0], profile, EndpointSpec("appium", appium_url, "appium-chromium"))
     stats = crawler.run()
