@@ -344,3 +344,22 @@ def test_mirror_copies_a_published_version_with_its_manifest_and_pointer(story: 
     assert remote == local
     assert fs.cat(f"{target}/manifest.json") == (version_dir / "manifest.json").read_bytes()
     assert fs.cat("/nightly-test/mirror/CURRENT").decode().strip() == "v0002"
+
+
+def test_failed_stage_exits_4_keeps_current_and_the_rerun_resumes_it(tmp_path: Path, demo_app_url: str) -> None:
+    """No device reachable: every crawl job fails → exit 4, a failure report, and the same run resumes next time."""
+    dead_driver = "http://127.0.0.1:9"  # discard port: nothing listens
+    config = write_config(tmp_path, job_config(demo_app_url, dead_driver))
+    loaded = load_nightly(config)
+    first = run_nightly(loaded, progress=False)
+    assert first.exit == Exit.STAGE_FAILED, first.message
+    assert "stage crawl failed" in first.message
+    ws = loaded.workspace
+    led = ledgers(ws)[0]
+    assert led["status"] == "running" and led["stages"]["crawl"]["status"] == "failed"
+    assert not (ws / "dataset" / "current").exists() and versions(ws) == []
+    report = json.loads((ws / "reports" / "latest" / "report.json").read_text())
+    assert report["status"] == "failed" and report["stages"]["crawl"]["error"]
+    again = run_nightly(loaded, progress=False)
+    assert again.exit == Exit.STAGE_FAILED and again.run_id == first.run_id
+    assert ledgers(ws)[0]["stages"]["crawl"]["attempts"] == 2
