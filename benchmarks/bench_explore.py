@@ -40,6 +40,7 @@ from selenium.webdriver.common.by import By  # noqa: E402
 
 from explorers.config import parse_config  # noqa: E402
 from explorers.crawler import Crawler  # noqa: E402
+from explorers.demo_app.crawl_config import login_script  # noqa: E402
 from explorers.farm import run_farm  # noqa: E402
 from explorers.local_servers import ManagedProcess, start_chromedriver, start_demo_app  # noqa: E402
 from explorers.profiles import VIEWPORTS, Profile  # noqa: E402
@@ -48,15 +49,7 @@ from explorers.sessions import EndpointSpec, open_device  # noqa: E402
 from explorers.store import GraphStore  # noqa: E402
 from tests import thirdparty  # noqa: E402
 
-DEMO_LOGIN = {
-    "when_present": '[data-testid="login-username"]',
-    "steps": [
-        {"type": '[data-testid="login-username"]', "text": "demo"},
-        {"type": '[data-testid="login-password"]', "text": "demo123"},
-        {"tap": '[data-testid="login-submit"]'},
-        {"wait_for": '[data-testid="note-list"]'},
-    ],
-}
+DEMO_LOGIN = login_script()
 RAW_CLICKABLE = "a[href], button, input, select, textarea, [role=button], [role=link], [onclick], summary, label"
 console = Console(stderr=True)
 

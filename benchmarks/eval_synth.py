@@ -21,15 +21,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-LOGIN = {
-    "when_present": '[data-testid="login-username"]',
-    "steps": [
-        {"type": '[data-testid="login-username"]', "text": "demo"},
-        {"type": '[data-testid="login-password"]', "text": "demo123"},
-        {"tap": '[data-testid="login-submit"]'},
-        {"wait_for": '[data-testid="note-list"]'},
-    ],
-}
+from explorers.demo_app.crawl_config import login_script  # noqa: E402
+
+LOGIN = login_script()
 
 
 def main() -> None:

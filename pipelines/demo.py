@@ -19,7 +19,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-APP_ID = "demo-notes"
+from explorers.demo_app.crawl_config import APP_ID, app_config
 
 
 @dataclass
@@ -45,22 +45,7 @@ def crawl_config(app_url: str, driver_url: str, settings: DemoSettings) -> dict[
         "run_id": "demo",
         "output": str(settings.out / "graph"),
         "devices": [{"name": "local-chromium", "url": driver_url, "kind": "chromedriver"}],
-        "apps": [{
-            "id": APP_ID,
-            "platform": "web",
-            "entry": app_url + "/",
-            "version": "1.0",
-            "login": {
-                "when_present": '[data-testid="login-username"]',
-                "steps": [
-                    {"type": '[data-testid="login-username"]', "text": "demo"},
-                    {"type": '[data-testid="login-password"]', "text": "demo123"},
-                    {"tap": '[data-testid="login-submit"]'},
-                    {"wait_for": '[data-testid="note-list"]'},
-                ],
-            },
-            "form_values": {"title": "Groceries for the week"},
-        }],
+        "apps": [app_config(app_url, form_values={"title": "Groceries for the week"})],
         "matrix": {"profiles": list(settings.profiles), "locales": ["en"], "color_schemes": ["light"],
                    "font_scales": [1.0]},
         "budget": {"max_steps": settings.crawl_steps, "max_seconds": 900, "max_restarts": 20},

@@ -24,19 +24,12 @@ import yaml
 
 from explorers.config import parse_config
 from explorers.crawler import Crawler
+from explorers.demo_app.crawl_config import login_script
 from explorers.profiles import VIEWPORTS, Profile
 from explorers.sessions import EndpointSpec
 from explorers.store import GraphStore, read_log
 
-LOGIN = {
-    "when_present": '[data-testid="login-username"]',
-    "steps": [
-        {"type": '[data-testid="login-username"]', "text": "demo"},
-        {"type": '[data-testid="login-password"]', "text": "demo123"},
-        {"tap": '[data-testid="login-submit"]'},
-        {"wait_for": '[data-testid="note-list"]'},
-    ],
-}
+LOGIN = login_script()
 
 
 def _config(out: Path, device_url: str, app_url: str, steps: int, kind: str = "chromedriver") -> dict[str, Any]:

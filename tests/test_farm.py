@@ -19,19 +19,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from explorers.config import parse_config
+from explorers.demo_app.crawl_config import login_script
 from explorers.farm import run_farm
 from explorers.local_servers import http_get, start_chromedriver
 from explorers.store import read_log
 
-LOGIN = {
-    "when_present": '[data-testid="login-username"]',
-    "steps": [
-        {"type": '[data-testid="login-username"]', "text": "demo"},
-        {"type": '[data-testid="login-password"]', "text": "demo123"},
-        {"tap": '[data-testid="login-submit"]'},
-        {"wait_for": '[data-testid="note-list"]'},
-    ],
-}
+LOGIN = login_script()
 PROFILES = ["desktop-en-light-fs1", "phone-en-light-fs1"]
 
 

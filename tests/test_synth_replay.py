@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 
 from explorers.config import parse_config
 from explorers.crawler import Crawler
+from explorers.demo_app.crawl_config import login_script
 from explorers.profiles import VIEWPORTS, Profile
 from explorers.sessions import EndpointSpec
 from explorers.store import GraphStore
@@ -32,15 +33,7 @@ from pipelines.synthesis.verify.replay import ExplorerReplayer, StateIndex
 from schemas import Action, Verification
 from schemas.recordio import iter_records
 
-LOGIN = {
-    "when_present": '[data-testid="login-username"]',
-    "steps": [
-        {"type": '[data-testid="login-username"]', "text": "demo"},
-        {"type": '[data-testid="login-password"]', "text": "demo123"},
-        {"tap": '[data-testid="login-submit"]'},
-        {"wait_for": '[data-testid="note-list"]'},
-    ],
-}
+LOGIN = login_script()
 CRAWL_STEPS = 45
 
 

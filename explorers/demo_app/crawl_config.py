@@ -1,0 +1,32 @@
+"""How to crawl the bundled demo app: its login script, in the crawl config's declarative step format.
+
+The demo app knows its own login form, so the script lives beside it; the demo job, the nightly example,
+benchmarks and tests all take it from here instead of restating the selectors.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+APP_ID = "demo-notes"
+USERNAME = "demo"
+PASSWORD = "demo123"
+
+
+def login_script() -> dict[str, Any]:
+    """The ``apps[].login`` section: run whenever the sign-in form is on screen (after every restart)."""
+    return {
+        "when_present": '[data-testid="login-username"]',
+        "steps": [
+            {"type": '[data-testid="login-username"]', "text": USERNAME},
+            {"type": '[data-testid="login-password"]', "text": PASSWORD},
+            {"tap": '[data-testid="login-submit"]'},
+            {"wait_for": '[data-testid="note-list"]'},
+        ],
+    }
+
+
+def app_config(entry_url: str, **extra: Any) -> dict[str, Any]:
+    """An ``apps[]`` entry for the demo app served at ``entry_url``."""
+    return {"id": APP_ID, "platform": "web", "entry": entry_url.rstrip("/") + "/", "version": "1.0",
+            "login": login_script(), **extra}
