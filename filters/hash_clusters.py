@@ -10,6 +10,16 @@ Work per band is bounded by ``max_neighbors``: inside a band bucket, hashes are 
 each is compared with at most that many following hashes. With typical buckets (far below the bound) this is
 exact; a bucket of thousands of near-identical screens is still linked because its members sort next to each
 other. All of it runs on numpy arrays of hashes — no image bytes are ever involved.
+
+Scaling limit: curation calls ``cluster_hashes`` once, in one worker, over *all distinct screenshots* of the
+run (``NearDuplicateScreens`` collects them with ``ToList``), because a near-duplicate pair can span any two
+shards of the input. ``benchmarks/bench_dedupe.py`` measures 1M distinct 64-bit hashes clustered in ~14 s on
+this 2-core machine (distance 4, 20% planted near-copies); time grows roughly linearly with the number of
+hashes while buckets stay small. Memory is the sharper limit: the curation entry per screen (sha256 text,
+64-bit pHash, 128-byte dHash, tuple overhead) is roughly 0.4 KB, so ~10M distinct screens need ~4 GB in that
+one worker plus the candidate-pair arrays. Beyond that, partition by app (near-duplicate screens rarely cross
+apps) or by one MIH band value, cluster each partition in parallel, and merge components — not needed at
+today's sizes (a crawl of one app yields thousands of distinct screens, not millions), so it is left as is.
 """
 
 from __future__ import annotations
