@@ -95,6 +95,9 @@ ACTION = pa.struct(
         ("duration_ms", pa.int64()),
         ("target_element_id", STR),
         ("target_bbox", BBOX),
+        # 1.1 (appended, nullable): shards written by 1.0 lack them and read back as None (left, one click).
+        ("button", STR),
+        ("clicks", I32),
     ]
 )
 

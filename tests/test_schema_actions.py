@@ -23,6 +23,7 @@ VALID = {
     ActionType.WAIT: {"duration_ms": 1000},
     ActionType.ANSWER: {"text": "42"},
     ActionType.DONE: {},
+    ActionType.HOVER: {"x": 300, "y": 40, "image_width": W, "image_height": H},
 }
 
 MISSING = {
@@ -35,6 +36,7 @@ MISSING = {
     ActionType.OPEN_APP: ({}, "needs an app"),
     ActionType.SELECT: ({}, "needs text"),
     ActionType.ANSWER: ({"text": ""}, "needs text"),
+    ActionType.HOVER: ({}, "needs a point"),
 }
 
 

@@ -35,6 +35,7 @@ ACTIONS = [
     Action(type="wait"),
     Action(type="answer", text="3 notes"),
     Action(type="done", text="success"),
+    Action(type="hover", x=200.0, y=60.0, image_width=W, image_height=H),
 ]
 
 

@@ -10,6 +10,8 @@ Ground truth travels in columns, one entry per completion: ``action`` (a trajfor
 model speaks Qwen2.5-VL resized pixels instead of the 0–1000 grid. Scoring follows GUI-Libra's ``r1gui``: the
 action type must match; a click / long-press must land strictly inside the target box (or within 0.05
 normalized distance of the target point when there is no box); text must reach token-set F1 ≥ 0.5.
+"Type" means ``Action.full_type``: a right-, middle-, double- or triple-click does not match a plain click (nor
+each other), and a hover is pointed like a click but is its own type.
 """
 
 from __future__ import annotations
@@ -82,7 +84,7 @@ def token_f1(pred: str, gold: str) -> float:
 def action_matches(pred: Action, gold: Action) -> bool:
     """GUI-Libra's accuracy test for one predicted action against one correct action."""
     t = ActionType(gold.type)
-    if ActionType(pred.type) is not t:
+    if pred.full_type != gold.full_type:  # a right- or double-click is not a click
         return False
     if t in POINTED:
         if pred.point is None:
@@ -132,7 +134,8 @@ def format_reward(prompts: Sequence[Any] | None, completions: Sequence[Any], **c
 
 def action_type_reward(prompts: Sequence[Any] | None, completions: Sequence[Any], **columns: Any
                        ) -> list[float | None]:
-    """1.0 when the predicted action type equals the correct one (or an accepted alternative's).
+    """1.0 when the predicted action type (button and click count included) equals the correct one's, or an
+    accepted alternative's.
 
     >>> gold = {"type": "navigate_back"}
     >>> action_type_reward(None, ['<answer>{"action_type": "NavigateBack"}</answer>', '<answer>{"action_type": '
@@ -143,7 +146,7 @@ def action_type_reward(prompts: Sequence[Any] | None, completions: Sequence[Any]
     for i, c in enumerate(completions):
         pred = predicted_action(c, _frame(columns, i))
         golds = _golds(columns, i)
-        out.append(float(pred is not None and any(pred.type == g.type for g in golds)))
+        out.append(float(pred is not None and any(pred.full_type == g.full_type for g in golds)))
     return out
 
 

@@ -3,7 +3,9 @@
 Actions are written as one or two lines of pyautogui / ``mobile.*`` calls with 0–1 fractions of the
 screenshot (4 decimals, AGUVIS's convention), so ``trajforge import aguvis`` reads them back. Actions without
 a pyautogui equivalent use ``mobile.*`` (back, home, open_app, long_press, swipe, wait, terminate),
-``answer(text=...)`` and ``browser.select_option(x, y, value=...)``.
+``answer(text=...)`` and ``browser.select_option(x, y, value=...)``. Desktop mouse actions use pyautogui's own
+names, as AgentNet / AGUVIS desktop data does: ``doubleClick``, ``tripleClick``, ``rightClick``, ``middleClick``,
+``click(..., clicks=2, button='right')`` for a combination, and ``moveTo`` for a hover.
 """
 
 from __future__ import annotations
@@ -32,11 +34,24 @@ def _xy(a: Action) -> str:
     return f"x={_frac(a.x, a.image_width)}, y={_frac(a.y, a.image_height)}"
 
 
+def _click_code(a: Action) -> str:
+    """pyautogui's dedicated call for a single variant, ``click(clicks=, button=)`` for a combination."""
+    if a.button is None and a.clicks is None:
+        return f"pyautogui.click({_xy(a)})"
+    if a.button is None:
+        return f"pyautogui.{'doubleClick' if a.clicks == 2 else 'tripleClick'}({_xy(a)})"
+    if a.clicks is None:
+        return f"pyautogui.{a.button}Click({_xy(a)})"
+    return f"pyautogui.click({_xy(a)}, clicks={a.clicks}, button={a.button!r})"
+
+
 def action_to_code(a: Action) -> str:
     """One action as AGUVIS code (0–1 fractions of the screenshot)."""
     t = ActionType(a.type)
     if t is ActionType.CLICK:
-        return f"pyautogui.click({_xy(a)})"
+        return _click_code(a)
+    if t is ActionType.HOVER:
+        return f"pyautogui.moveTo({_xy(a)})"
     if t is ActionType.LONG_PRESS:
         return f"mobile.long_press({_xy(a)})"
     if t is ActionType.TYPE:

@@ -26,6 +26,8 @@ def steps(traj: Trajectory, image_ref: Callable[[str], str], options: dict[str, 
             "image_height": obs.height,
             "coord_convention": "pixels",
             "action_type": a.type,
+            "button": a.button,  # only for right / middle clicks (left is the default)
+            "clicks": a.clicks,  # only for double / triple clicks
             "point": [a.x, a.y] if a.point else None,
             "point_norm1000": [a.x_norm, a.y_norm] if a.point else None,
             "point2": [a.x2, a.y2] if a.x2 is not None else None,

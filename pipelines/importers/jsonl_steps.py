@@ -6,7 +6,9 @@ Keys (the first spelling is what ``trajforge export jsonl`` writes; common alter
 ``screenshot``), ``action_type``, ``point`` [x, y] (``coordinate``), ``point2`` (``end_point``), ``bbox``
 [x1, y1, x2, y2], ``text`` (``value``, ``type_text``), ``direction``, ``key``, ``app``, ``app_id``,
 ``platform`` and ``coord_convention`` (``pixels`` | ``unit`` | ``norm1000``). Rows without
-``coord_convention`` use the convention declared on the command line — never a guess.
+``coord_convention`` use the convention declared on the command line — never a guess. Desktop clicks carry
+``button`` (``right`` | ``middle``) and ``clicks`` (2 | 3), or say it in the type (``right_click``,
+``double_click``, ``DoubleClick``…); ``hover`` (``mouse_move``) moves the pointer to ``point``.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from pipelines.importers.convention import Coords, check_bbox, to_pixels
 from pipelines.importers.images import store_image
 from pipelines.importers.sources import grouped_records
 from schemas import Action, ActionType, Trajectory
-from schemas.action import ACTION_ALIASES
+from schemas.action import ACTION_ALIASES, parse_click_name
 
 EPISODE = ("episode_id", "trajectory_id", "ep_id")
 STEP = ("step", "step_id", "step_index")
@@ -54,7 +56,7 @@ def parse_action(row: dict[str, Any], w: int, h: int, coords: Coords, where: str
     kind = row.get("action_type")
     if not isinstance(kind, str) or not kind:
         raise Bad(MISSING_FIELD, f"{where}: field 'action_type' is missing or empty")
-    if kind.strip().lower() not in KNOWN:
+    if kind.strip().lower() not in KNOWN and parse_click_name(kind) is None:
         raise Bad(UNKNOWN_ACTION, f"{where}: unknown action_type {kind!r}")
     fields: dict[str, Any] = {"type": kind}
     point = first_of(row, POINT)
@@ -79,6 +81,10 @@ def parse_action(row: dict[str, Any], w: int, h: int, coords: Coords, where: str
         v = first_of(row, keys)
         if v is not None:
             fields[name] = str(v)
+    if row.get("button") is not None:
+        fields["button"] = str(row["button"]).lower()
+    if row.get("clicks") is not None:
+        fields["clicks"] = row["clicks"]
     if row.get("target_element_id"):
         fields["target_element_id"] = str(row["target_element_id"])
     return Action.model_validate(fields)

@@ -11,12 +11,20 @@ import ast
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipelines.importers.base import UNKNOWN_ACTION, UNPARSEABLE_CODE, UNSUPPORTED_ACTION, Bad
+from pipelines.importers.base import BAD_VALUE, UNKNOWN_ACTION, UNPARSEABLE_CODE, UNSUPPORTED_ACTION, Bad
 from pipelines.importers.convention import Coords, to_pixels
 from schemas import Action
+from schemas.action import MAX_CLICKS
 
-# Click variants the schema cannot express (it has no button or click count): refusing beats mislabelling.
-UNSUPPORTED = {"doubleclick", "rightclick", "middleclick", "tripleclick", "moveto", "mousedown", "mouseup"}
+# Half a gesture: a button held or released on its own has no single-step meaning. Refusing beats mislabelling.
+UNSUPPORTED = {"mousedown", "mouseup"}
+# pyautogui's click family: the fixed (button, clicks) each name implies; ``click`` reads them from its arguments.
+CLICK_CALLS: dict[str, tuple[str | None, int | None]] = {
+    "click": (None, None), "leftclick": ("left", None), "tap": (None, None),
+    "doubleclick": (None, 2), "tripleclick": (None, 3), "rightclick": ("right", None), "middleclick": ("middle", None),
+}
+# pyautogui also names the buttons by role (primary / secondary, which follow a swapped-buttons setting).
+BUTTONS = {"left": "left", "right": "right", "middle": "middle", "primary": "left", "secondary": "right"}
 
 
 @dataclass
@@ -87,8 +95,13 @@ def _single(call: Call, w: int, h: int, coords: Coords, where: str) -> Action:
     n = call.name
     if n in UNSUPPORTED:
         raise Bad(UNSUPPORTED_ACTION, f"{where}: {n} has no equivalent in the trajforge action space")
-    if n in ("click", "leftclick", "tap"):
-        return Action(type="click", **_point(call, w, h, coords, where))
+    if n in CLICK_CALLS:
+        return _click(call, _point(call, w, h, coords, where), where)
+    if n == "moveto":
+        pt = _point(call, w, h, coords, where)
+        if not pt:
+            raise Bad(UNPARSEABLE_CODE, f"{where}: moveTo without a point")
+        return Action(type="hover", **pt)
     if n == "long_press":
         return Action(type="long_press", **_point(call, w, h, coords, where))
     if n in ("write", "typewrite", "type", "input_text"):
@@ -131,10 +144,36 @@ def _single(call: Call, w: int, h: int, coords: Coords, where: str) -> Action:
     raise Bad(UNKNOWN_ACTION, f"{where}: unknown call {call.name!r}")
 
 
+def _click(call: Call, point: dict[str, Any], where: str) -> Action:
+    """A click-family call → a click with its button and click count.
+
+    ``pyautogui.click(x, y, clicks=1, interval=0.0, button='left')``; ``doubleClick`` / ``tripleClick`` /
+    ``rightClick`` / ``middleClick`` fix one of the two (``doubleClick(button='right')`` is a right double-click).
+    """
+    fixed_button, fixed_clicks = CLICK_CALLS[call.name]
+    raw_button = call.kwargs.get("button", call.args[4] if call.name == "click" and len(call.args) > 4 else None)
+    if fixed_button is not None and raw_button is None:
+        raw_button = fixed_button
+    button = BUTTONS.get(str(raw_button).lower()) if raw_button is not None else None
+    if raw_button is not None and button is None:
+        raise Bad(BAD_VALUE, f"{where}: unknown mouse button {raw_button!r}")
+    if fixed_button is not None and button != fixed_button:
+        raise Bad(BAD_VALUE, f"{where}: {call.name} with button={raw_button!r}")
+    clicks: Any = fixed_clicks
+    if clicks is None:
+        clicks = call.kwargs.get("clicks", call.args[2] if call.name == "click" and len(call.args) > 2 else 1)
+    if isinstance(clicks, bool) or not isinstance(clicks, int) or clicks < 1:
+        raise Bad(BAD_VALUE, f"{where}: clicks={clicks!r} is not a positive integer")
+    if clicks > MAX_CLICKS:
+        raise Bad(UNSUPPORTED_ACTION, f"{where}: {clicks} clicks in a row (the action space stops at {MAX_CLICKS})")
+    return Action(type="click", button=button, clicks=clicks, **point)
+
+
 def code_to_action(code: str, width: int, height: int, coords: Coords, where: str) -> Action:
     """One step's code → one ``Action`` on a ``width`` × ``height`` screenshot.
 
-    Two-call idioms are merged: ``moveTo`` + ``dragTo`` is a swipe, ``click`` + ``write`` is typing at a point.
+    Two-call idioms are merged: ``moveTo`` + ``dragTo`` is a swipe, ``moveTo`` + a click-family call is that
+    click at the moved-to point (unless the click names its own), ``click`` + ``write`` is typing at a point.
     Any other sequence of several actions is refused: a step is one action.
     """
     calls = parse_calls(code, where)
@@ -148,6 +187,11 @@ def code_to_action(code: str, width: int, height: int, coords: Coords, where: st
             raise Bad(UNPARSEABLE_CODE, f"{where}: drag without both points")
         return Action(type="swipe", x=start["x"], y=start["y"], x2=end["x"], y2=end["y"],
                       image_width=width, image_height=height)
+    if names[0] == "moveto" and len(calls) == 2 and names[1] in CLICK_CALLS:
+        point = _point(calls[1], width, height, coords, where) or _point(calls[0], width, height, coords, where)
+        if not point:
+            raise Bad(UNPARSEABLE_CODE, f"{where}: moveTo + {calls[1].name} without a point")
+        return _click(calls[1], point, where)
     if len(calls) == 2 and names[0] in ("click", "tap") and names[1] in ("write", "typewrite", "type"):
         pt = _point(calls[0], width, height, coords, where)
         return Action(type="type", text=str(calls[1].arg(0, "message", "text") or ""), **pt)

@@ -3,6 +3,10 @@
 The shapes are in screenshot pixels, and the page draws them as SVG with ``viewBox = 0 0 width height`` laid
 exactly over the image, so an overlay is pixel-true at any display size and a browser test can read it from the
 DOM. Pure function of the action: no I/O, easy to test.
+
+Desktop mouse actions must not look like plain clicks to a reviewer: a right / middle / double / triple click
+draws one ring per click (role ``click_ring``) and a label naming the variant (role ``click_kind``, e.g.
+``right-click``, ``double-click``); a hover is a hollow-looking ring of its own role (``hover``) and a label.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ class Shape:
     """One SVG primitive. ``kind`` is circle | rect | arrow | text; unused coordinates stay 0."""
 
     kind: str
-    role: str  # point | long_press | target | swipe | scroll | typed_text — the CSS class and test hook
+    role: str  # point | long_press | hover | click_ring | click_kind | target | swipe | scroll | typed_text
     x: float = 0.0
     y: float = 0.0
     x2: float = 0.0
@@ -46,10 +50,20 @@ def shapes_for(action: Action, width: int, height: int) -> list[Shape]:
         start, end = _arrow(action, width, height)
         out.append(Shape("arrow", t, start[0], start[1], end[0], end[1]))
         out.append(Shape("circle", "point", start[0], start[1], r=r * 0.6))
+    elif t == "hover" and action.point is not None:
+        out.append(Shape("circle", "hover", action.x, action.y, r=r))
+        out.append(_label("hover", action, width, height, r))
     elif action.point is not None:
+        variant = t == "click" and (action.button is not None or action.clicks is not None)
+        if variant:
+            # One ring per further click, largest first so the point stays on top; the label names the button.
+            out += [Shape("circle", "click_ring", action.x, action.y, r=r * (1 + 0.6 * k))
+                    for k in range((action.clicks or 1) - 1, 0, -1)]
         out.append(Shape("circle", "long_press" if t == "long_press" else "point", action.x, action.y, r=r))
         if t == "long_press":
             out.append(Shape("circle", "long_press", action.x, action.y, r=r * 1.8))
+        if variant:
+            out.append(_label(variant_label(action), action, width, height, r))
     if action.text:
         # Typed text goes next to the point when there is one, else in the top-left corner.
         tx, ty = (action.x + r * 1.5, action.y - r * 1.5) if action.point is not None else (r, r * 2)
@@ -59,6 +73,18 @@ def shapes_for(action: Action, width: int, height: int) -> list[Shape]:
     elif action.key:
         out.append(Shape("text", "typed_text", r, r * 2, text=f"key: {action.key}"))
     return out
+
+
+def variant_label(action: Action) -> str:
+    """``right-click``, ``double-click``, ``double right-click``: the click variant as a reviewer reads it."""
+    return action.full_type.replace("_click", "-click").replace("_", " ")
+
+
+def _label(text: str, action: Action, width: int, height: int, r: float) -> Shape:
+    """A variant label below-right of the point (typed text goes above-right), kept inside the image."""
+    x = min(max(action.x + r * 1.5, 0.0), width * 0.6)
+    y = min(max(action.y + r * 3.0, r * 2), height - r)
+    return Shape("text", "click_kind", x, y, text=text)
 
 
 def _arrow(action: Action, width: int, height: int) -> tuple[tuple[float, float], tuple[float, float]]:

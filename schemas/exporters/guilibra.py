@@ -7,6 +7,13 @@ source (1:1), which ``sft_samples(..., mix="both")`` produces. RL records carry 
 predicted action without the screenshot.
 
 A swipe's end point is not representable in these formats: it is exported as its direction.
+
+Desktop mouse actions (schema 1.1) get their own ``action_type`` names — ``RightClick``, ``MiddleClick``,
+``DoubleClick``, ``TripleClick`` (combined: ``DoubleRightClick``) and ``Hover`` — in GUI-Libra's CamelCase,
+rather than ``Click`` with the button in ``value``. A right-click opens a context menu where a click activates:
+the action type is what GUI-Libra's reward compares first, so folding the variant into ``value`` would let a
+left click score as a correct right-click; a distinct name scores 0, as it should. Plain clicks export as
+``Click`` exactly as before, so 1.0 data exports unchanged and GUI-Libra's own vocabulary is untouched.
 """
 
 from __future__ import annotations
@@ -16,7 +23,7 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Any, Literal
 
-from schemas.action import Action, ActionType
+from schemas.action import Action, ActionType, click_name, parse_click_name
 from schemas.exporters.coords import CoordConvention, Frame
 from schemas.geometry import bbox_to_norm, from_norm
 from schemas.trajectory import Step, Trajectory
@@ -35,6 +42,7 @@ TO_GUILIBRA: dict[ActionType, str] = {
     ActionType.WAIT: "Wait",
     ActionType.ANSWER: "Answer",
     ActionType.DONE: "Terminate",
+    ActionType.HOVER: "Hover",
 }
 FROM_GUILIBRA: dict[str, ActionType] = {v.lower(): k for k, v in TO_GUILIBRA.items()}
 NO_VALUE = "None"
@@ -76,12 +84,19 @@ def action_value(a: Action) -> str:
     return NO_VALUE
 
 
+def guilibra_type(a: Action) -> str:
+    """The ``action_type`` an action exports as: GUI-Libra's name, with click variants spelled out."""
+    if a.type == ActionType.CLICK and (a.button is not None or a.clicks is not None):
+        return "".join(part.capitalize() for part in click_name(a.button, a.clicks).split("_"))
+    return TO_GUILIBRA[ActionType(a.type)]
+
+
 def answer_dict(a: Action, description: str, frame: Frame) -> dict[str, Any]:
     """The JSON object inside ``<answer>``; ``point_2d`` is in ``frame``'s convention or null."""
     point = frame.encode(a.x, a.y) if a.point is not None else None
     return {
         "action_description": description,
-        "action_type": TO_GUILIBRA[ActionType(a.type)],
+        "action_type": guilibra_type(a),
         "value": action_value(a),
         "point_2d": point,
     }
@@ -113,12 +128,15 @@ def parse_target(text: str) -> tuple[str | None, dict[str, Any]]:
 def answer_to_action(answer: dict[str, Any], frame: Frame) -> Action:
     """A GUI-Libra answer back into a trajforge ``Action`` on the original screenshot's pixels."""
     name = str(answer.get("action_type", "")).lower()
-    if name not in FROM_GUILIBRA:
+    variant = None if name in FROM_GUILIBRA else parse_click_name(name)
+    if name not in FROM_GUILIBRA and variant is None:
         raise ValueError(f"unknown GUI-Libra action_type {answer.get('action_type')!r}")
-    t = FROM_GUILIBRA[name]
+    t = FROM_GUILIBRA.get(name, ActionType.CLICK)
     value = answer.get("value")
     value = None if value in (None, NO_VALUE, "") else str(value)
     fields: dict[str, Any] = {"type": t.value}
+    if variant is not None:
+        fields["button"], fields["clicks"] = variant
     point = answer.get("point_2d")
     if isinstance(point, list | tuple) and len(point) == 2:
         x, y = frame.decode(float(point[0]), float(point[1]))
@@ -203,7 +221,7 @@ def rl_record(traj: Trajectory, step: Step, image_ref: Callable[[str], str]) -> 
         "instruction": traj.task.instruction,
         "step_instruction": step.instruction,
         "history": _history(traj, step.index),
-        "gt_action": TO_GUILIBRA[ActionType(a.type)].lower(),
+        "gt_action": guilibra_type(a).lower(),
         "gt_bbox": list(bbox_to_norm(bbox.as_tuple(), w, h)) if bbox is not None else None,
         "gt_point_2d": [a.x_norm, a.y_norm] if a.point is not None else None,
         "gt_input_text": action_value(a) if action_value(a) != NO_VALUE else NO_INPUT_TEXT,
