@@ -32,6 +32,7 @@ class CallExecutor:
         todo: dict[str, Call] = {}
         for key, call in zip(keys, calls, strict=True):
             if key in self._memo or key in todo:
+                self.on_progress(1)  # answered already (or about to be): done, as far as progress goes
                 continue
             hit = self.cache.get(key) if self.cache is not None else None
             if hit is not None:

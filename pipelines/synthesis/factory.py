@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+from dataclasses import dataclass
 from pathlib import Path
 
 from pipelines.synthesis.backends.base import Backend
@@ -32,3 +34,29 @@ def make_backend(name: str, *, model: str | None = None, base_url: str = "http:/
             raise FileNotFoundError(f"--model {model}: no such model directory")
         return TransformersBackend(prompts, model)
     raise ValueError(f"unknown backend {name!r}")
+
+
+@dataclass(frozen=True)
+class BackendSpec:
+    """How to build a backend, as plain data: what a Beam worker receives instead of a live backend.
+
+    A live backend holds sockets or model weights and cannot be pickled into a pipeline; a spec can, and
+    each worker builds its own backend from it (once, see ``beam_inference``). The API key is read from the
+    environment variable ``api_key_env`` when the backend is built, so the key itself never travels inside a
+    serialized pipeline (on a remote runner, set that variable on the workers).
+    """
+
+    name: str = "offline"
+    model: str | None = None
+    base_url: str = "http://127.0.0.1:8000/v1"
+    api_key_env: str | None = None
+    concurrency: int = 4
+    timeout_s: float = 60.0
+    retries: int = 3
+    prompt_version: str = "v1"
+
+    def __call__(self) -> Backend:
+        api_key = os.environ.get(self.api_key_env) if self.api_key_env else None
+        return make_backend(self.name, model=self.model, base_url=self.base_url, api_key=api_key,
+                            concurrency=self.concurrency, timeout_s=self.timeout_s, retries=self.retries,
+                            prompt_version=self.prompt_version)

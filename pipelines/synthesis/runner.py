@@ -16,14 +16,14 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from pipelines.synthesis.accounting import Usage
 from pipelines.synthesis.backends.base import Backend, Completion, Result
 from pipelines.synthesis.cache import CallCache
 from pipelines.synthesis.calls import Call, step_call, task_call
 from pipelines.synthesis.execute import CallExecutor
-from pipelines.synthesis.graph_input import AppGraph, load_graphs
+from pipelines.synthesis.graph_input import AppGraph, GraphLoad, load_graphs
 from pipelines.synthesis.parse import StepText, SynthParseError, parse_step, parse_task
 from pipelines.synthesis.paths import GraphPath, PathConfig, sample_paths
 from pipelines.synthesis.verify.accepted import accepted_actions
@@ -45,6 +45,16 @@ class SynthConfig:
     paths: PathConfig = field(default_factory=PathConfig)
     languages: list[str] | None = None  # None: from the crawl locale (zh crawls get zh and en)
     batch_size: int = 16
+
+
+class BackendInfo(Protocol):
+    """What a record's lineage needs of a backend (a live ``Backend`` or, in Beam workers, its description)."""
+
+    @property
+    def model_id(self) -> str: ...
+
+    @property
+    def prompt_version(self) -> str: ...
 
 
 @dataclass
@@ -90,56 +100,106 @@ def _check_step(graph: AppGraph, call: Call, result: Result, edge: Transition) -
     return text
 
 
+def plan_steps(graph: AppGraph, paths: list[GraphPath], language: str) -> dict[str, Call]:
+    """One step call per distinct edge of the paths, in edge-id order (the order results and rejects follow)."""
+    edges = {e.id: e for p in paths for e in p.edges}
+    return {eid: step_call(graph, edges[eid], language) for eid in sorted(edges)}
+
+
+def check_steps(graph: AppGraph, paths: list[GraphPath], calls: dict[str, Call], results: dict[str, Result],
+                language: str) -> tuple[dict[str, StepText | Reject], list[Reject]]:
+    """Parse and check every step answer; a bad one becomes a reject whose id is ``edge:language``."""
+    edges = {e.id: e for p in paths for e in p.edges}
+    steps: dict[str, StepText | Reject] = {}
+    rejects: list[Reject] = []
+    for eid in calls:
+        steps[eid] = _check_step(graph, calls[eid], results[eid], edges[eid])
+        if isinstance(steps[eid], Reject):
+            steps[eid].record_id = f"{eid}:{language}"
+            rejects.append(steps[eid])
+    return steps, rejects
+
+
+ReadyPath = tuple[GraphPath, list[StepText], Call]
+
+
+def plan_tasks(graph: AppGraph, paths: list[GraphPath], calls: dict[str, Call],
+               steps: dict[str, StepText | Reject], language: str) -> tuple[list[ReadyPath], list[Reject]]:
+    """A task call for every path whose steps all passed; a path with a rejected step is rejected whole."""
+    ready: list[ReadyPath] = []
+    rejects: list[Reject] = []
+    for path in paths:
+        path_id = stable_id("path", graph.app_id, *path.key)
+        bad = [eid for eid in path.key if isinstance(steps[eid], Reject)]
+        if bad:
+            reasons = ", ".join(sorted({steps[b].reason for b in bad}))  # type: ignore[union-attr]
+            rejects.append(_reject(f"{path_id}:{language}", STAGE_PATH, "contains_rejected_step",
+                                   f"steps {bad} rejected ({reasons})", json.dumps(path.key)))
+            continue
+        texts = [steps[eid] for eid in path.key]
+        tcall = task_call(graph, path.edges, [t.instruction for t in texts], language,  # type: ignore[union-attr]
+                          [calls[eid].payload for eid in path.key])
+        ready.append((path, texts, tcall))  # type: ignore[arg-type]
+    return ready, rejects
+
+
+def finish_tasks(graph: AppGraph, ready: list[ReadyPath], results: list[Result], language: str,
+                 backend: BackendInfo) -> tuple[list[Trajectory], list[Reject]]:
+    """Parse every task answer and build the trajectories (or task rejects), in path order."""
+    trajs: list[Trajectory] = []
+    rejects: list[Reject] = []
+    for (path, texts, tcall), result in zip(ready, results, strict=True):
+        traj_id = stable_id("traj", graph.app_id, language, backend.model_id, backend.prompt_version, *path.key)
+        if not isinstance(result, Completion):
+            rejects.append(_reject(traj_id, STAGE_TASK, f"backend_{result.reason}", result.detail,
+                                   json.dumps(tcall.payload, ensure_ascii=False)))
+            continue
+        try:
+            task, repairs = parse_task(result.text)
+        except SynthParseError as exc:
+            rejects.append(_reject(traj_id, STAGE_TASK, exc.reason, exc.detail, result.text))
+            continue
+        trajs.append(build_trajectory(graph, path, texts, task, language, backend, traj_id,
+                                      len(repairs) + sum(len(t.repairs) for t in texts)))
+    return trajs, rejects
+
+
 def synthesize_graph(graph: AppGraph, executor: CallExecutor, config: SynthConfig,
                      paths: list[GraphPath] | None = None) -> GraphOutput:
-    """Synthesize every sampled path of one graph in every language; returns trajectories and rejects."""
+    """Synthesize every sampled path of one graph in every language; returns trajectories and rejects.
+
+    The phases (``plan_steps`` → ``check_steps`` → ``plan_tasks`` → ``finish_tasks``) are separate functions
+    because the Beam pipeline (``beam_pipeline``) runs the very same phases around RunInference: one
+    algorithm, two ways of answering calls, identical records.
+    """
     backend = executor.backend
     out = GraphOutput()
     paths = paths if paths is not None else sample_paths(graph, config.paths)
     out.paths = len(paths)
-    edges = {e.id: e for p in paths for e in p.edges}
-    for language in config.languages or crawl_languages(graph):
-        ordered = sorted(edges)
-        calls = {eid: step_call(graph, edges[eid], language) for eid in ordered}
-        results = executor.run([calls[eid] for eid in ordered])
-        steps: dict[str, StepText | Reject] = {}
-        for eid, result in zip(ordered, results, strict=True):
-            steps[eid] = _check_step(graph, calls[eid], result, edges[eid])
-            if isinstance(steps[eid], Reject):
-                steps[eid].record_id = f"{eid}:{language}"
-                out.rejects.append(steps[eid])
-        ready: list[tuple[GraphPath, list[StepText], Call]] = []
-        for path in paths:
-            path_id = stable_id("path", graph.app_id, *path.key)
-            bad = [eid for eid in path.key if isinstance(steps[eid], Reject)]
-            if bad:
-                reasons = ", ".join(sorted({steps[b].reason for b in bad}))  # type: ignore[union-attr]
-                out.rejects.append(_reject(f"{path_id}:{language}", STAGE_PATH, "contains_rejected_step",
-                                           f"steps {bad} rejected ({reasons})", json.dumps(path.key)))
-                continue
-            texts = [steps[eid] for eid in path.key]
-            tcall = task_call(graph, path.edges, [t.instruction for t in texts], language,  # type: ignore[union-attr]
-                              [calls[eid].payload for eid in path.key])
-            ready.append((path, texts, tcall))  # type: ignore[arg-type]
-        task_results = executor.run([c for _, _, c in ready])
-        for (path, texts, tcall), result in zip(ready, task_results, strict=True):
-            traj_id = stable_id("traj", graph.app_id, language, backend.model_id, backend.prompt_version, *path.key)
-            if not isinstance(result, Completion):
-                out.rejects.append(_reject(traj_id, STAGE_TASK, f"backend_{result.reason}", result.detail,
-                                           json.dumps(tcall.payload, ensure_ascii=False)))
-                continue
-            try:
-                task, repairs = parse_task(result.text)
-            except SynthParseError as exc:
-                out.rejects.append(_reject(traj_id, STAGE_TASK, exc.reason, exc.detail, result.text))
-                continue
-            out.trajectories.append(build_trajectory(graph, path, texts, task, language, backend, traj_id,
-                                                     len(repairs) + sum(len(t.repairs) for t in texts)))
+    for language in languages_for(graph, config):
+        calls = plan_steps(graph, paths, language)
+        results = dict(zip(calls, executor.run(list(calls.values())), strict=True))
+        steps, step_rejects = check_steps(graph, paths, calls, results, language)
+        ready, path_rejects = plan_tasks(graph, paths, calls, steps, language)
+        executor.on_progress(len(path_rejects))  # skipped paths count as done in the progress total
+        trajs, task_rejects = finish_tasks(graph, ready, executor.run([c for _, _, c in ready]), language, backend)
+        out.trajectories += trajs
+        out.rejects += step_rejects + path_rejects + task_rejects
     return out
 
 
+def languages_for(graph: AppGraph, config: SynthConfig) -> list[str]:
+    return list(config.languages or crawl_languages(graph))
+
+
+def planned_calls(graph: AppGraph, paths: list[GraphPath], config: SynthConfig) -> int:
+    """How many call lookups synthesizing ``paths`` makes (steps plus tasks, per language): the progress total."""
+    edges = {e.id for p in paths for e in p.edges}
+    return (len(edges) + len(paths)) * len(languages_for(graph, config))
+
+
 def build_trajectory(graph: AppGraph, path: GraphPath, texts: list[StepText], task: str, language: str,
-                     backend: Backend, traj_id: str, repairs: int) -> Trajectory:
+                     backend: BackendInfo, traj_id: str, repairs: int) -> Trajectory:
     steps = []
     for i, (edge, text) in enumerate(zip(path.edges, texts, strict=True)):
         obs = graph.observation(edge.from_observation_id)
@@ -201,14 +261,8 @@ def _write_json(data: dict[str, Any], path: Path) -> None:
 Replayer = Callable[[list[Trajectory], StateIndex], list[Trajectory]]
 
 
-def run_synthesis(graph_dir: str | Path, out_dir: str | Path, backend: Backend, config: SynthConfig | None = None,
-                  cache_dir: str | Path | None = None, usage: Usage | None = None,
-                  replay: Replayer | None = None,
-                  extra: Callable[[AppGraph, list[Trajectory]], list[Trajectory]] | None = None,
-                  progress: Callable[[str, int], Callable[[int], None]] | None = None) -> RunReport:
-    """Synthesize every app under ``graph_dir`` into ``out_dir``; returns the records and the summary."""
-    config = config or SynthConfig()
-    usage = usage or Usage()
+def prepare_run(graph_dir: str | Path, out_dir: str | Path, backend: Backend) -> tuple[Path, GraphLoad]:
+    """Check the backend, load the graphs and refuse what cannot work, before any call is paid for."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     backend.check()
@@ -220,21 +274,12 @@ def run_synthesis(graph_dir: str | Path, out_dir: str | Path, backend: Backend, 
         if missing:
             raise ValueError(f"{graph_dir}: no blob store (blobs/) with the screenshots of {', '.join(missing)}, "
                              f"which the {backend.name} backend needs")
-    cache = CallCache(cache_dir if cache_dir is not None else out / "cache")
-    tick = progress("calls", 0) if progress else None
-    executor = CallExecutor(backend, cache, usage, config.batch_size, tick)
-    trajs: list[Trajectory] = []
-    rejects = list(loaded.rejects)
-    n_paths = 0
-    for graph in loaded.graphs.values():
-        if backend.needs_images:
-            backend.image_source = BlobStore(graph.blob_root).get  # type: ignore[arg-type]
-        result = synthesize_graph(graph, executor, config)
-        trajs += result.trajectories
-        rejects += result.rejects
-        n_paths += result.paths
-        if extra is not None:
-            trajs += extra(graph, result.trajectories)
+    return out, loaded
+
+
+def finish_run(out: Path, loaded: GraphLoad, backend: BackendInfo, trajs: list[Trajectory], rejects: list[Reject],
+               n_paths: int, usage: Usage, replay: Replayer | None) -> RunReport:
+    """Replay (optional), then write trajectories, rejects and the summary atomically."""
     if replay is not None and trajs:
         trajs = replay(trajs, StateIndex(loaded.graphs.values()))
     write_parquet(trajs, out / "trajectories.parquet", "trajectory")
@@ -245,3 +290,36 @@ def run_synthesis(graph_dir: str | Path, out_dir: str | Path, backend: Backend, 
         summary["replay_failures"] = dict(getattr(replay, "failures", {}))
     _write_json(summary, out / "summary.json")
     return RunReport(trajs, rejects, summary)
+
+
+def run_synthesis(graph_dir: str | Path, out_dir: str | Path, backend: Backend, config: SynthConfig | None = None,
+                  cache_dir: str | Path | None = None, usage: Usage | None = None,
+                  replay: Replayer | None = None,
+                  extra: Callable[[AppGraph, list[Trajectory]], list[Trajectory]] | None = None,
+                  progress: Callable[[str, int], Callable[[int], None]] | None = None) -> RunReport:
+    """Synthesize every app under ``graph_dir`` into ``out_dir``; returns the records and the summary.
+
+    ``progress(name, total)`` is called once with the number of call lookups the run will make (so a bar has
+    a real total) and returns the function that is ticked as they complete.
+    """
+    config = config or SynthConfig()
+    usage = usage or Usage()
+    out, loaded = prepare_run(graph_dir, out_dir, backend)
+    cache = CallCache(cache_dir if cache_dir is not None else out / "cache")
+    paths = {key: sample_paths(g, config.paths) for key, g in loaded.graphs.items()}
+    total = sum(planned_calls(loaded.graphs[key], p, config) for key, p in paths.items())
+    tick = progress("calls", total) if progress else None
+    executor = CallExecutor(backend, cache, usage, config.batch_size, tick)
+    trajs: list[Trajectory] = []
+    rejects = list(loaded.rejects)
+    n_paths = 0
+    for key, graph in loaded.graphs.items():
+        if backend.needs_images:
+            backend.image_source = BlobStore(graph.blob_root).get  # type: ignore[arg-type]
+        result = synthesize_graph(graph, executor, config, paths[key])
+        trajs += result.trajectories
+        rejects += result.rejects
+        n_paths += result.paths
+        if extra is not None:
+            trajs += extra(graph, result.trajectories)
+    return finish_run(out, loaded, backend, trajs, rejects, n_paths, usage, replay)

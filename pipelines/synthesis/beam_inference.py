@@ -1,0 +1,184 @@
+"""Synthesis calls answered through Beam's RunInference: a ``ModelHandler`` over any trajforge ``Backend``.
+
+Why RunInference and not a hand-rolled pool: Beam batches the calls (``BatchElements``, sized from the
+synthesis config), loads the model once per worker process through its shared handle and reports inference
+metrics, on every runner. ``BackendModelHandler`` is the adapter: ``load_model`` builds the backend from a
+picklable factory (a ``BackendSpec``), ``run_inference`` hands a batch to ``Backend.run``. The handler also
+keeps its own ``Shared`` token, whose key survives pickling, so the two RunInference steps of a synthesis
+pipeline (step calls, then task calls) share one backend per process instead of loading a VLM twice.
+
+``ResolveCalls`` is the composite around it: dedupe calls by cache key, answer what the content-addressed
+cache already holds (hits never reach the model), run RunInference on the misses only, and write each new
+answer to the cache as soon as it arrives, so a killed pipeline keeps what it paid for. Counters in the
+``trajforge.synth`` namespace give the run's ``Usage`` (calls, cache hits, failures, tokens).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import apache_beam as beam
+from apache_beam.metrics import Metrics
+from apache_beam.ml.inference.base import KeyedModelHandler, ModelHandler, PredictionResult, RunInference
+from apache_beam.utils import shared
+
+from pipelines.synthesis.backends.base import Backend, Completion, Failure, Result
+from pipelines.synthesis.cache import CallCache, cache_key
+from pipelines.synthesis.calls import Call
+from schemas import BlobStore
+
+METRICS_NAMESPACE = "trajforge.synth"
+USAGE_COUNTERS = ("calls", "cache_hits", "failures", "prompt_tokens", "completion_tokens")
+
+
+@dataclass(frozen=True)
+class CacheIdentity:
+    """What besides the call itself goes into a cache key (and into every record's lineage)."""
+
+    backend: str
+    model: str
+    prompt_version: str
+
+    @property
+    def model_id(self) -> str:
+        return f"{self.backend}:{self.model}"
+
+    @classmethod
+    def of(cls, backend: Backend) -> CacheIdentity:
+        return cls(backend.name, backend.model, backend.prompt_version)
+
+    def key(self, call: Call) -> str:
+        return cache_key(self.backend, self.model, self.prompt_version, call)
+
+
+class BlobSource:
+    """Screenshots by sha256 from several blob stores (one per graph directory); the first that has it wins.
+
+    Content addressing makes the order irrelevant to the bytes returned; several roots only exist because
+    one Beam run may mix calls of graphs whose screenshots live in different stores.
+    """
+
+    def __init__(self, roots: Sequence[str]):
+        self.stores = [BlobStore(r) for r in roots]
+
+    def __call__(self, sha: str) -> bytes:
+        for store in self.stores[:-1]:
+            if store.exists(sha):
+                return store.get(sha)
+        if not self.stores:
+            raise FileNotFoundError("no blob store attached")
+        return self.stores[-1].get(sha)  # raises BlobNotFound naming the digest
+
+
+class BackendModelHandler(ModelHandler[Call, Result, Backend]):
+    """RunInference adapter: the "model" is a trajforge backend, an example is a ``Call``, a prediction a ``Result``.
+
+    ``factory`` must be picklable (a ``BackendSpec``); it runs on the worker. ``large_model`` asks Beam to
+    keep one backend per machine, shared across worker processes, which is what an in-process VLM on a GPU
+    wants; an OpenAI-compatible client is cheap and is best left per process.
+    """
+
+    def __init__(self, factory: Callable[[], Backend], *, blob_roots: Sequence[str | Path] = (),
+                 min_batch_size: int = 1, max_batch_size: int = 16, max_batch_duration_secs: int | None = None,
+                 large_model: bool = False, model_copies: int | None = None):
+        super().__init__(min_batch_size=min_batch_size, max_batch_size=max(min_batch_size, max_batch_size),
+                         max_batch_duration_secs=max_batch_duration_secs, large_model=large_model,
+                         model_copies=model_copies)
+        self.factory = factory
+        self.blob_roots = tuple(str(r) for r in blob_roots)
+        self._backend_handle = shared.Shared()
+
+    def _build(self) -> Backend:
+        backend = self.factory()
+        backend.check()
+        if backend.needs_images:
+            backend.image_source = BlobSource(self.blob_roots)
+        return backend
+
+    def load_model(self) -> Backend:
+        return self._backend_handle.acquire(self._build, tag="backend")
+
+    def run_inference(self, batch: Sequence[Call], model: Backend,
+                      inference_args: dict[str, Any] | None = None) -> Iterable[PredictionResult]:
+        results = model.run(list(batch))
+        return [PredictionResult(call, result) for call, result in zip(batch, results, strict=True)]
+
+    def get_num_bytes(self, batch: Sequence[Call]) -> int:
+        return sum(len(json.dumps(c.payload, ensure_ascii=False).encode("utf-8")) for c in batch)
+
+    def get_metrics_namespace(self) -> str:
+        return METRICS_NAMESPACE
+
+
+class _LookupCache(beam.DoFn):
+    """``(key, call)`` → main output ``(key, cached Completion)`` on a hit, ``miss`` output ``(key, call)``."""
+
+    MISS = "miss"
+
+    def __init__(self, cache_dir: str):
+        self.cache_dir = cache_dir
+        self.hits = Metrics.counter(METRICS_NAMESPACE, "cache_hits")
+
+    def setup(self) -> None:
+        self.cache = CallCache(self.cache_dir)
+
+    def process(self, element: tuple[str, Call]):  # type: ignore[no-untyped-def]
+        key, call = element
+        hit = self.cache.get(key)
+        if hit is None:
+            yield beam.pvalue.TaggedOutput(self.MISS, (key, call))
+        else:
+            self.hits.inc()
+            yield key, hit
+
+
+class _StoreAnswer(beam.DoFn):
+    """Cache a new answer right away (failures are not cached: tonight's timeout is retried tomorrow)."""
+
+    def __init__(self, cache_dir: str):
+        self.cache_dir = cache_dir
+        self.counters = {name: Metrics.counter(METRICS_NAMESPACE, name) for name in USAGE_COUNTERS}
+
+    def setup(self) -> None:
+        self.cache = CallCache(self.cache_dir)
+
+    def process(self, element: tuple[str, PredictionResult]):  # type: ignore[no-untyped-def]
+        key, prediction = element
+        result: Result = prediction.inference
+        if isinstance(result, Completion):
+            self.counters["calls"].inc()
+            self.counters["prompt_tokens"].inc(result.prompt_tokens)
+            self.counters["completion_tokens"].inc(result.completion_tokens)
+            self.cache.put(key, result)
+        elif isinstance(result, Failure):
+            self.counters["failures"].inc()
+        yield key, result
+
+
+def _any_one(calls: Iterable[Call]) -> Call:
+    return next(iter(calls))  # equal keys mean equal content: any representative will do
+
+
+class ResolveCalls(beam.PTransform):
+    """``(cache key, Call)`` pairs, repeats allowed → one ``(cache key, Result)`` per distinct key."""
+
+    def __init__(self, handler: BackendModelHandler, cache_dir: str | Path, model_identifier: str | None = None):
+        super().__init__()
+        self.handler = handler
+        self.cache_dir = str(cache_dir)
+        self.model_identifier = model_identifier
+
+    def expand(self, calls):  # type: ignore[no-untyped-def]
+        unique = calls | "DedupeByKey" >> beam.CombinePerKey(_any_one)
+        looked = unique | "LookupCache" >> beam.ParDo(_LookupCache(self.cache_dir)).with_outputs(
+            _LookupCache.MISS, main="hit")
+        answered = (
+            looked[_LookupCache.MISS]
+            | "RunInference" >> RunInference(KeyedModelHandler(self.handler), model_identifier=self.model_identifier)
+            | "StoreAnswer" >> beam.ParDo(_StoreAnswer(self.cache_dir))
+        )
+        return (looked["hit"], answered) | "HitsAndAnswers" >> beam.Flatten()

@@ -1,0 +1,274 @@
+"""Synthesis at scale: the in-process algorithm as a Beam pipeline whose model calls go through RunInference.
+
+The driver loads the graphs and samples paths (cheap, and it must see the whole graph); each (graph,
+language) pair becomes a *unit*. The pipeline then reads like the in-process runner:
+
+    units ─PlanSteps─▶ step calls ─ResolveCalls─▶ answers ─CheckSteps─▶ task calls ─ResolveCalls─▶ answers
+          ─FinishUnit─▶ trajectories + rejects per unit (staged as JSONL)
+
+``ResolveCalls`` (``beam_inference``) dedupes by cache key, serves cache hits and sends only misses to the
+model. The per-unit phases are ``runner``'s own functions (``plan_steps``, ``check_steps``, ``plan_tasks``,
+``finish_tasks``), so the records are the same records; the driver then reads the staged units back in unit
+order, adds recovery trajectories and replay exactly where the in-process runner does, and writes
+``trajectories.parquet``, ``rejects.parquet`` and ``summary.json`` with the same ``finish_run``.
+
+Runner choice: without a ``--runner=…`` among the Beam args the pipeline runs on Beam's in-process
+FnApiRunner (what the DirectRunner delegates to, minus its offline Prism probe); ``--direct_num_workers`` and
+``--direct_running_mode=multi_processing`` work with it. Any other ``--runner`` (Dataflow, Flink, Spark) is
+passed to Beam; there the graph directory, cache and output must be on storage the workers share.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import tempfile
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import apache_beam as beam
+from apache_beam.metrics.metric import MetricsFilter
+from apache_beam.options.pipeline_options import PipelineOptions
+
+from pipelines.curation.quiet import lowered_levels
+from pipelines.synthesis.accounting import Usage
+from pipelines.synthesis.backends.base import Backend, Result
+from pipelines.synthesis.beam_inference import (
+    METRICS_NAMESPACE,
+    USAGE_COUNTERS,
+    BackendModelHandler,
+    CacheIdentity,
+    ResolveCalls,
+)
+from pipelines.synthesis.graph_input import AppGraph
+from pipelines.synthesis.paths import GraphPath, sample_paths
+from pipelines.synthesis.runner import (
+    ReadyPath,
+    Replayer,
+    RunReport,
+    SynthConfig,
+    check_steps,
+    finish_run,
+    finish_tasks,
+    languages_for,
+    plan_steps,
+    plan_tasks,
+    planned_calls,
+    prepare_run,
+)
+from schemas import Reject, Trajectory
+from schemas.recordio import iter_records, write_jsonl
+
+CHECK_REQUESTS = "requests"
+CHECK_CALLS = "calls"
+
+
+@dataclass
+class Unit:
+    """One graph in one language: the in-process runner's inner loop body, as a pipeline element."""
+
+    index: int
+    app_key: str
+    language: str
+    paths: list[GraphPath]
+
+
+@dataclass
+class PendingUnit:
+    """A unit after its steps were checked: the paths ready for a task call and the rejects so far."""
+
+    unit: Unit
+    ready: list[ReadyPath]
+    rejects: list[Reject]
+
+
+def _staged(staging: Path, index: int, kind: str) -> Path:
+    return staging / f"unit-{index:06d}.{kind}.jsonl"
+
+
+class _PlanSteps(beam.DoFn):
+    """Unit → its step calls ``(key, call)`` and, tagged, who asked: ``(key, (unit index, edge id))``."""
+
+    def __init__(self, identity: CacheIdentity):
+        self.identity = identity
+
+    def process(self, unit: Unit, graphs: dict[str, AppGraph]):  # type: ignore[no-untyped-def]
+        calls = plan_steps(graphs[unit.app_key], unit.paths, unit.language)
+        for eid, call in calls.items():
+            key = self.identity.key(call)
+            yield key, call
+            yield beam.pvalue.TaggedOutput(CHECK_REQUESTS, (key, (unit.index, eid)))
+
+
+class _CheckSteps(beam.DoFn):
+    """Unit + its step answers → a ``PendingUnit``; tagged: its task calls and who asked for them."""
+
+    def __init__(self, identity: CacheIdentity):
+        self.identity = identity
+
+    def process(self, element: tuple[int, dict[str, list[Any]]], graphs: dict[str, AppGraph]):  # type: ignore[no-untyped-def]
+        _, grouped = element
+        unit: Unit = grouped["unit"][0]
+        graph = graphs[unit.app_key]
+        answers: dict[str, Result] = dict(grouped["answers"])
+        calls = plan_steps(graph, unit.paths, unit.language)
+        steps, step_rejects = check_steps(graph, unit.paths, calls, answers, unit.language)
+        ready, path_rejects = plan_tasks(graph, unit.paths, calls, steps, unit.language)
+        for i, (_, _, tcall) in enumerate(ready):
+            key = self.identity.key(tcall)
+            yield beam.pvalue.TaggedOutput(CHECK_CALLS, (key, tcall))
+            yield beam.pvalue.TaggedOutput(CHECK_REQUESTS, (key, (unit.index, i)))
+        yield unit.index, PendingUnit(unit, ready, step_rejects + path_rejects)
+
+
+class _FinishUnit(beam.DoFn):
+    """Pending unit + task answers → trajectories and rejects, staged as one pair of JSONL files per unit."""
+
+    def __init__(self, identity: CacheIdentity, staging: str):
+        self.identity = identity
+        self.staging = staging
+
+    def process(self, element: tuple[int, dict[str, list[Any]]], graphs: dict[str, AppGraph]):  # type: ignore[no-untyped-def]
+        index, grouped = element
+        pending: PendingUnit = grouped["pending"][0]
+        unit = pending.unit
+        answers = dict(grouped["answers"])
+        results = [answers[i] for i in range(len(pending.ready))]
+        trajs, task_rejects = finish_tasks(graphs[unit.app_key], pending.ready, results, unit.language,
+                                           self.identity)
+        staging = Path(self.staging)
+        write_jsonl(trajs, _staged(staging, index, "trajectories"))
+        write_jsonl(pending.rejects + task_rejects, _staged(staging, index, "rejects"))
+        yield index
+
+
+def _route(element: tuple[str, dict[str, list[Any]]]) -> Iterable[tuple[int, tuple[Any, Result]]]:
+    """Join of requests and answers on the cache key: every asker gets the answer, ``(unit, (slot, result))``."""
+    _, grouped = element
+    (result,) = grouped["result"]
+    for index, slot in grouped["request"]:
+        yield index, (slot, result)
+
+
+def _answers_per_unit(label: str, requests, results):  # type: ignore[no-untyped-def]
+    return ({"request": requests, "result": results}
+            | f"{label}JoinOnKey" >> beam.CoGroupByKey()
+            | f"{label}Route" >> beam.FlatMap(_route))
+
+
+def build_pipeline(p: beam.Pipeline, graphs: dict[str, AppGraph], units: list[Unit], handler: BackendModelHandler,
+                   identity: CacheIdentity, cache_dir: Path, staging: Path) -> None:
+    """The synthesis pipeline on ``p``; it writes one staged pair of files per unit under ``staging``."""
+    graph_side = beam.pvalue.AsDict(p | "Graphs" >> beam.Create(sorted(graphs.items())))
+    unit_pc = p | "Units" >> beam.Create(units)
+    keyed_units = unit_pc | "KeyUnits" >> beam.Map(lambda u: (u.index, u))
+    model_id = f"trajforge-synth-{identity.model_id}-{identity.prompt_version}"
+
+    planned = unit_pc | "PlanSteps" >> beam.ParDo(_PlanSteps(identity), graph_side).with_outputs(
+        CHECK_REQUESTS, main="calls")
+    step_results = planned["calls"] | "ResolveSteps" >> ResolveCalls(handler, cache_dir, model_id)
+    step_answers = _answers_per_unit("Steps", planned[CHECK_REQUESTS], step_results)
+
+    checked = ({"unit": keyed_units, "answers": step_answers}
+               | "GroupStepAnswers" >> beam.CoGroupByKey()
+               | "CheckSteps" >> beam.ParDo(_CheckSteps(identity), graph_side).with_outputs(
+                   CHECK_CALLS, CHECK_REQUESTS, main="pending"))
+    task_results = checked[CHECK_CALLS] | "ResolveTasks" >> ResolveCalls(handler, cache_dir, model_id)
+    task_answers = _answers_per_unit("Tasks", checked[CHECK_REQUESTS], task_results)
+
+    _ = ({"pending": checked["pending"], "answers": task_answers}
+         | "GroupTaskAnswers" >> beam.CoGroupByKey()
+         | "FinishUnit" >> beam.ParDo(_FinishUnit(identity, str(staging)), graph_side))
+
+
+def pipeline_options(beam_args: list[str]) -> tuple[Any, PipelineOptions]:
+    """The runner and options for ``beam_args``: Beam's in-process FnApiRunner unless a ``--runner`` is given."""
+    if any(a == "--runner" or a.startswith("--runner=") for a in beam_args):
+        return None, PipelineOptions(beam_args)
+    from apache_beam.runners.portability.fn_api_runner import FnApiRunner
+
+    return FnApiRunner(), PipelineOptions(beam_args)
+
+
+def usage_from_metrics(result: Any, usage: Usage) -> Usage:
+    """Add the pipeline's ``trajforge.synth`` counters to ``usage`` (committed values where the runner has them)."""
+    counters = result.metrics().query(MetricsFilter().with_namespace(METRICS_NAMESPACE))["counters"]
+    for c in counters:
+        name = c.key.metric.name
+        if name in USAGE_COUNTERS:
+            value = c.committed if c.committed is not None else c.attempted
+            setattr(usage, name, getattr(usage, name) + int(value or 0))
+    return usage
+
+
+def _read_staged(path: Path, kind: str) -> list[Any]:
+    records = []
+    for parsed in iter_records(path, kind):
+        if not parsed.ok:
+            raise RuntimeError(f"{path} line {parsed.line}: staged {kind} does not validate: {parsed.errors[0]}")
+        records.append(parsed.record)
+    return records
+
+
+def run_synthesis_beam(graph_dir: str | Path, out_dir: str | Path, factory: Callable[[], Backend],
+                       config: SynthConfig | None = None, cache_dir: str | Path | None = None,
+                       usage: Usage | None = None, replay: Replayer | None = None,
+                       extra: Callable[[AppGraph, list[Trajectory]], list[Trajectory]] | None = None,
+                       beam_args: list[str] | None = None, large_model: bool = False,
+                       status: Callable[[str], None] | None = None) -> RunReport:
+    """``run_synthesis`` with the calls answered by a Beam pipeline; same outputs for the same inputs.
+
+    ``factory`` builds the backend (a ``BackendSpec``): once here, to check it and to learn its identity,
+    and once per Beam worker process, inside RunInference. ``status`` receives phase messages.
+    """
+    config = config or SynthConfig()
+    usage = usage or Usage()
+    say = status or (lambda _msg: None)
+    backend = factory()
+    try:
+        out, loaded = prepare_run(graph_dir, out_dir, backend)
+        identity = CacheIdentity.of(backend)
+    finally:
+        backend.close()
+    cache = Path(cache_dir if cache_dir is not None else out / "cache").resolve()
+    cache.mkdir(parents=True, exist_ok=True)
+    units: list[Unit] = []
+    per_graph: dict[str, list[int]] = {}
+    n_paths = planned = 0
+    for key, graph in loaded.graphs.items():
+        paths = sample_paths(graph, config.paths)
+        n_paths += len(paths)
+        planned += planned_calls(graph, paths, config)
+        for language in languages_for(graph, config):
+            per_graph.setdefault(key, []).append(len(units))
+            units.append(Unit(len(units), key, language, paths))
+    roots = sorted({str(g.blob_root.resolve()) for g in loaded.graphs.values() if g.blob_root is not None})
+    handler = BackendModelHandler(factory, blob_roots=roots, max_batch_size=config.batch_size,
+                                  large_model=large_model)
+    staging = Path(tempfile.mkdtemp(prefix=".synth-beam-", dir=out)).resolve()
+    try:
+        runner, options = pipeline_options(list(beam_args or []))
+        say(f"Beam pipeline: {len(units)} units, {n_paths} paths, up to {planned} call lookups")
+        with lowered_levels({"apache_beam": logging.ERROR}):
+            p = beam.Pipeline(runner=runner, options=options)
+            build_pipeline(p, loaded.graphs, units, handler, identity, cache, staging)
+            result = p.run()
+            result.wait_until_finish()
+        usage_from_metrics(result, usage)
+        say("assembling trajectories")
+        trajs: list[Trajectory] = []
+        rejects: list[Reject] = list(loaded.rejects)
+        for key, graph in loaded.graphs.items():
+            graph_trajs: list[Trajectory] = []
+            for index in per_graph.get(key, []):
+                graph_trajs += _read_staged(_staged(staging, index, "trajectories"), "trajectory")
+                rejects += _read_staged(_staged(staging, index, "rejects"), "reject")
+            trajs += graph_trajs
+            if extra is not None:
+                trajs += extra(graph, graph_trajs)
+        return finish_run(out, loaded, identity, trajs, rejects, n_paths, usage, replay)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
