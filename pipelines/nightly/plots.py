@@ -45,6 +45,15 @@ def rejects(report: dict[str, Any], path: Path, top: int = 15) -> Path | None:
     return _save(fig, path)
 
 
+def _run_ticks(ax: Any, seqs: list[int]) -> None:
+    """Runs are whole numbers: tick exactly the runs plotted (matplotlib would invent 0.96 … 1.04 for one run)."""
+    runs = sorted(set(seqs))
+    ax.set_xticks(runs)
+    if len(runs) == 1:
+        ax.set_xlim(runs[0] - 1, runs[0] + 1)
+    ax.set_xlabel("run")
+
+
 def coverage(report: dict[str, Any], path: Path) -> Path | None:
     if not report["coverage"]:
         return None
@@ -54,8 +63,7 @@ def coverage(report: dict[str, Any], path: Path) -> Path | None:
         for p in points:
             ax.annotate(p["version"] or "", (p["seq"], p["states"]), fontsize=7, textcoords="offset points",
                         xytext=(0, 5))
-    ax.set_xlabel("run")
-    ax.xaxis.get_major_locator().set_params(integer=True)
+    _run_ticks(ax, [p["seq"] for points in report["coverage"].values() for p in points])
     ax.set_ylabel("screens (states)")
     ax.set_title("Coverage over runs (labels: app version)")
     ax.legend(fontsize=8)
@@ -84,8 +92,7 @@ def executability(report: dict[str, Any], path: Path) -> Path | None:
     for app, v in synth.items():
         ax.scatter([report["seq"]], [v], marker="s", label=f"new tasks replayed: {app}")
     ax.set_ylim(-0.05, 1.05)
-    ax.set_xlabel("run")
-    ax.xaxis.get_major_locator().set_params(integer=True)
+    _run_ticks(ax, [p for p, _ in points] + [report["seq"]])
     ax.set_title("Executability")
     ax.legend(fontsize=8)
     return _save(fig, path)

@@ -46,9 +46,9 @@ fingerprint <code>{{ (r.fingerprint or "")[:16] }}</code>; started {{ r.started 
 <p>New tasks replayed tonight: {{ r.executability.replayed_tonight }} (reused earlier outcomes:
 {{ r.executability.replay_reused }}); per app: {% for a, v in r.executability.synthesis.items() %}{{ a }}={{ v }}
 {% endfor %}</p>
-<p>Drift check on {{ r.executability.drift.version or "—" }}: {{ r.executability.drift.executable }} of
-{{ r.executability.drift.checked }} still execute {% if r.executability.drift.skipped %}
-(skipped: {{ r.executability.drift.skipped }}){% endif %}.</p>
+<p>{% if r.executability.drift.skipped %}Drift check skipped: {{ r.executability.drift.skipped }}.{% else %}
+Drift check on {{ r.executability.drift.version }}: {{ r.executability.drift.executable }} of
+{{ r.executability.drift.checked }} trajectories of the last version still execute.{% endif %}</p>
 {% if r.executability.drift_flagged %}<table><tr><th>trajectory</th><th>app</th><th>recorded version</th>
 <th>current version</th><th>diverged at step</th><th>task</th></tr>
 {% for f in r.executability.drift_flagged %}<tr><td><code>{{ f.trajectory_id[:12] }}</code></td><td>{{ f.app_id }}</td>
