@@ -39,3 +39,21 @@ def test_long_press_gets_a_second_ring_and_typed_text_a_label_inside_the_image()
     assert label.text == "<b>milk</b>" and 0 <= label.x <= W and 0 < label.y <= H  # escaped by the template
     key = shapes_for(Action(type="key", key="Enter"), W, H)
     assert [s.text for s in key] == ["key: Enter"]
+
+
+def test_mouse_variants_draw_a_ring_per_click_and_a_label_and_hover_is_its_own_role():
+    dbl_right = shapes_for(Action(type="click", button="right", clicks=2, x=300, y=400, image_width=W,
+                                  image_height=H), W, H)
+    assert roles(dbl_right) == [("circle", "click_ring"), ("circle", "point"), ("text", "click_kind")]
+    assert dbl_right[0].r > dbl_right[1].r  # the ring is drawn first, under the point
+    assert dbl_right[2].text == "double right-click" and 0 <= dbl_right[2].x <= W and 0 < dbl_right[2].y <= H
+    triple = shapes_for(Action(type="triple_click", x=1279, y=719, image_width=W, image_height=H), W, H)
+    assert [s.role for s in triple].count("click_ring") == 2 and triple[-1].text == "triple-click"
+    assert 0 < triple[-1].y <= H
+    right = shapes_for(Action(type="right_click", x=10, y=10, image_width=W, image_height=H), W, H)
+    assert roles(right) == [("circle", "point"), ("text", "click_kind")] and right[1].text == "right-click"
+    hover = shapes_for(Action(type="hover", x=50, y=60, image_width=W, image_height=H), W, H)
+    assert roles(hover) == [("circle", "hover"), ("text", "click_kind")] and hover[1].text == "hover"
+    plain = shapes_for(Action(type="click", button="left", clicks=1, x=10, y=10, image_width=W, image_height=H),
+                       W, H)
+    assert roles(plain) == [("circle", "point")]

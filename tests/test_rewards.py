@@ -5,7 +5,7 @@ from __future__ import annotations
 import doctest
 
 import training.rewards
-from training.rewards import accuracy_reward, format_reward, guilibra_reward, uitars2_reward
+from training.rewards import accuracy_reward, action_type_reward, format_reward, guilibra_reward, uitars2_reward
 
 GOLD = {"type": "click", "x": 140, "y": 140, "image_width": 1280, "image_height": 720,
         "target_bbox": {"x1": 40, "y1": 100, "x2": 240, "y2": 180}}
@@ -46,3 +46,25 @@ def test_format_and_invalid_penalty():
             "reflection": [1.0, 0.0]}
     good = '<answer>{"action_type": "Wait"}</answer>'
     assert uitars2_reward(None, [good, "no answer"], **cols) == [1.0 + 0.1 + 0.3, -2.0]
+
+
+def _answer(kind: str, x: int, y: int) -> str:
+    return f'<answer>{{"action_type": "{kind}", "value": "None", "point_2d": [{x}, {y}]}}</answer>'
+
+
+def test_click_variants_and_hover_are_distinct_action_types():
+    right = {**GOLD, "button": "right"}
+    double = {**GOLD, "clicks": 2}
+    hover = {"type": "hover", "x": 140, "y": 140, "image_width": 1280, "image_height": 720}
+    inside = (109, 194)  # inside GOLD's box
+    comps = [_answer(k, *inside) for k in ("Click", "RightClick", "DoubleClick", "DoubleRightClick", "Hover")]
+    size = {"image_width": [1280] * 5, "image_height": [720] * 5}
+    assert accuracy_reward(None, comps, action=[right] * 5, **size) == [0.0, 1.0, 0.0, 0.0, 0.0]
+    assert action_type_reward(None, comps, action=[double] * 5, **size) == [0.0, 0.0, 1.0, 0.0, 0.0]
+    # A hover is pointed: with no box it scores within 0.05 normalized distance of the gold point.
+    far = _answer("Hover", 500, 500)
+    assert accuracy_reward(None, [comps[4], far, comps[0]], action=[hover] * 3, image_width=[1280] * 3,
+                           image_height=[720] * 3) == [1.0, 0.0, 0.0]
+    # A plain-click gold is unchanged: left click scores, a right-click in the box does not.
+    assert accuracy_reward(None, comps[:2], action=[GOLD] * 2, image_width=[1280] * 2,
+                           image_height=[720] * 2) == [1.0, 0.0]
