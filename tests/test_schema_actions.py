@@ -214,3 +214,12 @@ def test_a_1_0_shard_without_the_new_columns_still_reads(tmp_path):
     rows = duckdb.sql(f"select id, steps[1].action.button from read_parquet(['{tmp_path}/old.parquet', "
                       f"'{tmp_path}/new.parquet'], union_by_name = true)").fetchall()
     assert dict(rows) == {"new": "right", traj.id: None}
+
+
+def test_click_name_doctests():
+    import doctest
+
+    import schemas.action
+
+    result = doctest.testmod(schemas.action)
+    assert result.failed == 0 and result.attempted >= 2
