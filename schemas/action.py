@@ -72,7 +72,7 @@ ACTION_ALIASES: dict[str, ActionType] = {
 # stored as ``type="click"`` plus ``button`` / ``clicks``.
 CLICK_NAME_RE = re.compile(r"^(?:(?P<n>double|triple)[_ -]?)?(?:(?P<button>left|right|middle)[_ -]?)?click$")
 CLICK_COUNT_WORDS = {"double": 2, "triple": 3}
-UITARS_CLICKS = {"left_single": (None, None), "left_double": (None, 2), "right_single": ("right", None)}
+UITARS_CLICKS = {"left_single": ("left", None), "left_double": ("left", 2), "right_single": ("right", None)}
 MAX_CLICKS = 3  # a triple click selects a paragraph; more has no distinct meaning in any source
 
 POINTED = {ActionType.CLICK, ActionType.LONG_PRESS, ActionType.HOVER}
@@ -101,7 +101,7 @@ def click_name(button: str | None, clicks: int | None) -> str:
 
 
 def parse_click_name(name: str) -> tuple[str | None, int | None] | None:
-    """``(button, clicks)`` for a click variant's name in any common spelling, else None.
+    """``(button, clicks)`` a click variant's name states (None where it says nothing), else None.
 
     >>> parse_click_name("DoubleClick"), parse_click_name("right_click"), parse_click_name("scroll")
     ((None, 2), ('right', None), None)
@@ -112,8 +112,7 @@ def parse_click_name(name: str) -> tuple[str | None, int | None] | None:
     m = CLICK_NAME_RE.match(key)
     if not m:
         return None
-    button = m.group("button")
-    return (None if button in (None, "left") else button), CLICK_COUNT_WORDS.get(m.group("n") or "")
+    return m.group("button"), CLICK_COUNT_WORDS.get(m.group("n") or "")
 
 
 class Action(Record):

@@ -165,6 +165,7 @@ def test_left_button_and_one_click_are_the_plain_click():
     ({"type": "click", "button": "side", **PT}, "button"),
     ({"type": "right_click", "button": "middle", **PT}, "means button 'right'"),
     ({"type": "double_click", "clicks": 3, **PT}, "means 2 clicks"),
+    ({"type": "left_click", "button": "right", **PT}, "means button 'left'"),
     ({"type": "mouse_move"}, "needs a point"),
 ])
 def test_mouse_field_errors_name_the_problem(fields, message):

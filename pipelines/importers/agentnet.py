@@ -3,7 +3,9 @@
 Fields: ``task_id``, ``instruction`` (or ``natural_language_task``), ``traj`` — a list of
 ``{"index", "image", "value": {"code", "thought", "action", "observation", ...}}`` — and the quality fields
 ``task_completed``, ``alignment_score``, ``efficiency_score``, ``task_difficulty`` (kept as scores). Code is
-parsed by ``pipelines.importers.pycode`` (``ast``, never executed).
+parsed by ``pipelines.importers.pycode`` (``ast``, never executed). Desktop mouse calls — ``doubleClick``,
+``rightClick``, ``middleClick``, ``tripleClick``, ``click(button=, clicks=)`` and a bare ``moveTo`` (hover) —
+import as schema 1.1 click variants; ``mouseDown`` / ``mouseUp`` and more than three clicks are rejected.
 """
 
 from __future__ import annotations
