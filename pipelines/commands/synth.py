@@ -8,10 +8,11 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 BACKENDS = ("offline", "openai", "transformers")
+RUNNERS = ("inprocess", "beam")
 
 
 def register(app: typer.Typer) -> None:
@@ -48,27 +49,41 @@ def register(app: typer.Typer) -> None:
         crawl_config: Path | None = typer.Option(None, exists=True, dir_okay=False,
                                                  help="The crawl's YAML config: replay starts each app like the "
                                                       "crawler did (entry URL, login and setup scripts)."),
+        runner: str = typer.Option("inprocess", help="inprocess (calls in this process) | beam (a Beam pipeline; "
+                                                     "calls go through RunInference, batched, one backend per "
+                                                     "worker). Same outputs either way."),
+        beam_arg: list[str] = typer.Option([], "--beam-arg", help="Beam pipeline option for --runner beam, "
+                                                                  "repeatable, e.g. --beam-arg=--direct_num_workers=2"
+                                                                  " or --beam-arg=--runner=DataflowRunner."),
+        batch_size: int = typer.Option(16, min=1, help="Calls per model batch (RunInference's max batch size)."),
+        large_model: bool = typer.Option(False, help="--runner beam: one backend per machine shared across worker "
+                                                     "processes (an in-process VLM on a GPU)."),
     ) -> None:
         """Sample paths from each app's graph and turn them into tasks, steps, reasoning and accepted actions."""
         from pipelines.synthesis.accounting import Usage
         from pipelines.synthesis.backends.base import BackendUnavailable
-        from pipelines.synthesis.factory import make_backend
+        from pipelines.synthesis.factory import BackendSpec
         from pipelines.synthesis.paths import PathConfig
         from pipelines.synthesis.runner import SynthConfig, run_synthesis
 
         if backend not in BACKENDS:
             raise typer.BadParameter(f"unknown backend {backend!r}; choose from {', '.join(BACKENDS)}")
+        if runner not in RUNNERS:
+            raise typer.BadParameter(f"unknown runner {runner!r}; choose from {', '.join(RUNNERS)}")
+        if beam_arg and runner != "beam":
+            raise typer.BadParameter("--beam-arg needs --runner beam")
         console = Console()
+        spec = BackendSpec(backend, model=model, base_url=base_url, api_key_env=api_key_env,
+                           concurrency=concurrency, timeout_s=timeout, retries=retries, prompt_version=prompt_version)
         try:
-            impl = make_backend(backend, model=model, base_url=base_url, api_key=os.environ.get(api_key_env),
-                                concurrency=concurrency, timeout_s=timeout, retries=retries,
-                                prompt_version=prompt_version)
+            impl = spec()  # with --runner beam only validates the flags: workers build their own from the spec
         except (ValueError, FileNotFoundError) as exc:
             console.print(f"[red]error:[/red] {exc}")
             raise typer.Exit(2) from None
         config = SynthConfig(
             paths=PathConfig(max_len=max_len, walks=walks, max_per_end_state=max_per_end_state, seed=seed),
             languages=[lang.strip() for lang in languages.split(",")] if languages else None,
+            batch_size=batch_size,
         )
         usage = Usage(price_in_per_mtok=price_in, price_out_per_mtok=price_out)
         replay = None
@@ -88,16 +103,32 @@ def register(app: typer.Typer) -> None:
             def extra(g, trajs):  # type: ignore[no-untyped-def]
                 return recovery_trajectories(g, trajs, impl.prompts)
 
-        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                      console=console, transient=True) as bar:
+        with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                      TimeElapsedColumn(), console=console, transient=True) as bar:
 
             def progress(name: str, total: int):  # type: ignore[no-untyped-def]
-                task = bar.add_task(f"synthesizing ({backend})", total=None)
+                task = bar.add_task(f"synthesizing ({backend})", total=total)
                 return lambda n: bar.advance(task, n)
 
+            phase = bar.add_task(f"synthesizing ({backend}, Beam)", total=None) if runner == "beam" else None
+
+            def status(message: str) -> None:
+                console.print(message)
+                bar.update(phase, description=message)  # type: ignore[arg-type]
+
             try:
-                report = run_synthesis(graph, out, impl, config, cache_dir=cache_dir, usage=usage, replay=replay,
-                                       extra=extra, progress=progress)
+                if runner == "beam":
+                    from pipelines.curation.quiet import import_beam_quietly
+
+                    import_beam_quietly()
+                    from pipelines.synthesis.beam_pipeline import run_synthesis_beam
+
+                    report = run_synthesis_beam(graph, out, spec, config, cache_dir=cache_dir, usage=usage,
+                                                replay=replay, extra=extra, beam_args=list(beam_arg),
+                                                large_model=large_model, status=status)
+                else:
+                    report = run_synthesis(graph, out, impl, config, cache_dir=cache_dir, usage=usage,
+                                           replay=replay, extra=extra, progress=progress)
             except BackendUnavailable as exc:
                 console.print(f"[red]error:[/red] {exc}")
                 raise typer.Exit(2) from None
