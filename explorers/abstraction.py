@@ -10,7 +10,9 @@ reach this module (the XML parser drops them).
 **Dynamic regions** are learned, not configured: when a capture comes back to the same URL with the same
 structure and an element's text differs from last time (a rotating banner, a counter the placeholders did
 not catch), that element key is masked from then on, for every screen of the app. A perceptual hash of the
-screenshot is kept as a secondary check that the pluggable ``Comparator`` may use.
+screenshot is the secondary check that the pluggable ``Comparator`` may use; it is computed only for a
+comparator that uses it (decoding every screenshot costs ~30 ms a step, and curation hashes the stored
+screenshots itself).
 """
 
 from __future__ import annotations
@@ -139,6 +141,8 @@ def hamming(a: int, b: int) -> int:
 class Comparator(Protocol):
     """Decides state identity. ``key`` must be equal for captures it considers the same state."""
 
+    uses_phash: bool  # whether ``same`` looks at ``Features.phash`` (else it is not computed)
+
     def key(self, f: Features, mask: set[str]) -> str: ...
     def same(self, a: Features, b: Features, mask: set[str]) -> bool: ...
 
@@ -152,6 +156,10 @@ class ExactComparator:
 
     def __init__(self, max_phash_distance: int | None = None):
         self.max_phash_distance = max_phash_distance
+
+    @property
+    def uses_phash(self) -> bool:
+        return self.max_phash_distance is not None
 
     def key(self, f: Features, mask: set[str]) -> str:
         return exact_hash(f, mask)

@@ -108,7 +108,8 @@ class BudgetConfig(_Strict):
 class SettleSection(_Strict):
     timeout_s: float = Field(default=3.0, gt=0)
     interval_s: float = Field(default=0.05, gt=0)
-    quiet_polls: int = Field(default=2, ge=1)
+    quiet_polls: int = Field(default=2, ge=1)  # polling fallback (Android): equal probes in a row
+    quiet_s: float = Field(default=0.03, ge=0)  # web: in-page quiet window after an action
 
 
 class CrawlConfig(_Strict):

@@ -80,7 +80,8 @@ class Crawler:
         self.guard = guard_for(app)
         self.filler = FormFiller(app.form_values)
         s = config.settle
-        self.settle = SettleConfig(timeout_s=s.timeout_s, interval_s=s.interval_s, quiet_polls=s.quiet_polls)
+        self.settle = SettleConfig(timeout_s=s.timeout_s, interval_s=s.interval_s, quiet_polls=s.quiet_polls,
+                                   quiet_s=s.quiet_s)
         self._factory = device_factory or (lambda: open_device(endpoint, profile, self.settle))
         self._last_device: Device | None = None
         self.stats = CrawlStats(app.id, self.worker)
@@ -128,7 +129,7 @@ class Crawler:
     # --- observing -----------------------------------------------------------------------------
     def _observe(self, screen: Screen, scripted: bool = False, index: int = 0) -> dict[str, Any]:
         """Abstract a capture into a state; returns the observation part of a log record (plus bookkeeping)."""
-        f = features(screen)
+        f = features(screen, with_phash=getattr(self.table.comparator, "uses_phash", True))
         before = set(self.table.mask)
         sid, merges = self.table.assign(f)
         for a, b in merges:
@@ -282,8 +283,8 @@ class Crawler:
             raise
         except (WebDriverException, ValueError) as exc:
             error = (str(exc).splitlines() or [type(exc).__name__])[0][:300]
-        device.settle()
-        nxt = self._observe(device.capture())
+        _settled, screen = device.settle_and_capture()
+        nxt = self._observe(screen)
         for text in device.dismissed_dialogs:
             self.audit.write(worker=self.worker, step=self.stats.steps, state=cur["sid"], decision="dialog",
                              reason=f"page dialog answered with Cancel: {text}")

@@ -21,7 +21,7 @@ from selenium.webdriver.common.actions.pointer_input import PointerInput
 from selenium.webdriver.common.keys import Keys
 
 from explorers.screen import Screen, Widget
-from explorers.settle import SettleConfig, SettleResult, wait_until_stable
+from explorers.settle import InPageWaitUnavailable, SettleConfig, SettleResult, wait_until_stable
 from schemas import Action, ActionType, Platform
 
 MAX_DIALOGS_PER_CALL = 3  # a page that keeps opening dialogs fails the command instead of looping
@@ -110,13 +110,30 @@ class Device:
     def capture(self) -> Screen:
         return self._guard(self.adapter.capture, self.driver)
 
+    def _poll_settle(self) -> SettleResult:
+        return wait_until_stable(lambda: self.adapter.probe(self.driver), self.settle_config,
+                                 self.adapter.probe_ready)
+
     def settle(self) -> SettleResult:
-        return self._guard(
-            wait_until_stable,
-            lambda: self.adapter.probe(self.driver),
-            self.settle_config,
-            self.adapter.probe_ready,
-        )
+        """Wait until the screen is stable: in the page where the adapter can, else by polling a probe."""
+        in_page = getattr(self.adapter, "wait_stable", None)
+        if in_page is not None:
+            try:
+                return self._guard(in_page, self.driver, self.settle_config)
+            except InPageWaitUnavailable:
+                pass  # this page cannot run the in-page wait: poll it from here
+        return self._guard(self._poll_settle)
+
+    def settle_and_capture(self) -> tuple[SettleResult, Screen]:
+        """Settle, then capture — in as few round trips as the platform allows (web: one script + screenshot)."""
+        both = getattr(self.adapter, "settle_capture", None)
+        if both is not None:
+            try:
+                return self._guard(both, self.driver, self.settle_config)
+            except InPageWaitUnavailable:
+                pass
+        settled = self._guard(self._poll_settle)
+        return settled, self.capture()
 
     # --- gestures (screenshot pixels) -------------------------------------------------------------
     def _pointer(self) -> ActionBuilder:

@@ -1,10 +1,12 @@
 """Wait until the screen stops changing — bounded, never a fixed sleep.
 
 DroidBot sleeps a fixed second after every event and Crawljax 200 ms: too long for a static page, too short
-for a slow one. Here a cheap probe (web: page token, readiness, DOM mutation count, scroll offset; Android:
-a hash of the page source) is polled until it returns the same value ``quiet_polls`` times in a row, or the
-timeout passes. A page with a ticking clock still settles: its mutations arrive once a second, so two polls
-50 ms apart agree most of the time.
+for a slow one. On the web the wait happens inside the page, in one round trip (``web_script.SETTLE_JS``): a
+MutationObserver and request/animation tracking say when the page has been quiet for ``quiet_s``. Where that
+is impossible (Android, or a page where the script fails) a cheap probe (web: page token, readiness, DOM
+mutation count, scroll offset; Android: a hash of the page source) is polled from here until it returns the
+same value ``quiet_polls`` times in a row, or the timeout passes. A page with a ticking clock still settles:
+its mutations arrive once a second, so a short quiet window (or two polls 50 ms apart) is found quickly.
 """
 
 from __future__ import annotations
@@ -20,13 +22,19 @@ class SettleConfig:
     interval_s: float = 0.05
     quiet_polls: int = 2  # consecutive equal probes that count as "stable"
     min_wait_s: float = 0.0  # floor, for apps whose reaction starts late (navigation after a tap)
+    quiet_s: float = 0.03  # in-page wait (web): no DOM change for this long, counted from the wait's start
+    stale_request_s: float = 1.0  # in-page wait: a request in flight longer than this is a long poll, not awaited
+
+
+class InPageWaitUnavailable(RuntimeError):
+    """An adapter's in-page wait cannot run on this page; the device polls a probe instead."""
 
 
 @dataclass(frozen=True)
 class SettleResult:
     stable: bool
     waited_s: float
-    polls: int
+    polls: int  # WebDriver round trips spent waiting
 
 
 def wait_until_stable(

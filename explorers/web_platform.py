@@ -1,17 +1,28 @@
-"""The web platform adapter: read a page through one injected script, act through W3C WebDriver."""
+"""The web platform adapter: read a page through one injected script, act through W3C WebDriver.
+
+After an action the adapter waits for the page to settle *and* extracts the screen in one asynchronous
+script, then takes the screenshot: two round trips per observation. A navigation that starts while the
+script waits destroys its page; chromedriver then answers "script timeout" at once, and the wait is simply
+asked again of the new page, within the same time budget.
+"""
 
 from __future__ import annotations
 
+import time
 from typing import Any
+
+from selenium.common.exceptions import JavascriptException, TimeoutException
 
 from explorers.device import png_size
 from explorers.screen import Screen
+from explorers.settle import InPageWaitUnavailable, SettleConfig, SettleResult
 from explorers.web_parse import parse_web_elements
-from explorers.web_script import EXTRACT_JS, PROBE_JS
+from explorers.web_script import EXTRACT_JS, PROBE_JS, SETTLE_EXTRACT_JS, SETTLE_JS
 from schemas import Platform
 
 MAX_ELEMENTS = 600
 SCROLL_FRACTION = 0.8
+MAX_NAVIGATIONS = 5  # pages replaced while waiting before the wait gives up and captures what is there
 
 
 class WebAdapter:
@@ -20,8 +31,41 @@ class WebAdapter:
     def __init__(self) -> None:
         self._dpr = 1.0
 
+    def _wait_in_page(self, driver: Any, script: str, config: SettleConfig, *extra: Any) -> tuple[Any, SettleResult]:
+        """Run an in-page settle script; retried on the new page when a navigation replaced the old one."""
+        start = time.monotonic()
+        quiet_ms = max(config.quiet_s, config.min_wait_s) * 1000
+        for calls in range(1, MAX_NAVIGATIONS + 1):
+            left_ms = max(0.0, config.timeout_s - (time.monotonic() - start)) * 1000
+            try:
+                result = driver.execute_async_script(script, quiet_ms, left_ms, config.stale_request_s * 1000,
+                                                     *extra)
+            except TimeoutException:
+                continue  # the page navigated away under the script: wait on the new one
+            except JavascriptException as exc:
+                raise InPageWaitUnavailable(str(exc).splitlines()[0] if str(exc) else "script error") from exc
+            if not isinstance(result, dict):
+                raise InPageWaitUnavailable(f"in-page wait returned {type(result).__name__}")
+            st = result.get("settle", result)
+            return result, SettleResult(bool(st.get("stable")), time.monotonic() - start, calls)
+        return None, SettleResult(False, time.monotonic() - start, MAX_NAVIGATIONS)
+
+    def wait_stable(self, driver: Any, config: SettleConfig) -> SettleResult:
+        """Wait in the page until it is quiet (one round trip unless the page navigates meanwhile)."""
+        return self._wait_in_page(driver, SETTLE_JS, config)[1]
+
+    def settle_capture(self, driver: Any, config: SettleConfig) -> tuple[SettleResult, Screen]:
+        """Wait until quiet and extract in one round trip, then screenshot."""
+        result, settled = self._wait_in_page(driver, SETTLE_EXTRACT_JS, config, MAX_ELEMENTS)
+        screen = (result or {}).get("screen")
+        if not isinstance(screen, dict):  # kept navigating, or extraction failed: read the page as it is now
+            return settled, self.capture(driver)
+        return settled, self._screen(driver, screen)
+
     def capture(self, driver: Any) -> Screen:
-        result = driver.execute_script(EXTRACT_JS, MAX_ELEMENTS)
+        return self._screen(driver, driver.execute_script(EXTRACT_JS, MAX_ELEMENTS))
+
+    def _screen(self, driver: Any, result: dict[str, Any]) -> Screen:
         png = driver.get_screenshot_as_png()
         width, height = png_size(png)
         self._dpr = width / max(1.0, float(result.get("w") or width))

@@ -1,26 +1,62 @@
-"""The JavaScript injected into web pages: one call extracts the screen, another tells whether it settled.
+"""The JavaScript injected into web pages: one call waits for the page to settle and extracts the screen.
 
-Why one script: every WebDriver round trip costs milliseconds, and a crawl makes thousands. A single
-``execute_script`` returns the viewport, the location and every visible element (rect, role, accessible name,
-text, state, the form it submits to) so an observation costs one script call plus one screenshot. The
-same script installs a MutationObserver whose counter the settle probe reads, so "the DOM is quiet" is a
-cheap question.
+Why one script: every WebDriver round trip costs milliseconds, and a crawl makes thousands. ``SETTLE_EXTRACT_JS``
+is an asynchronous script that waits *inside the page* until it is quiet — document loaded, no DOM mutation for
+a short window, no young fetch/XHR in flight, one animation frame rendered — and then returns the viewport, the
+location and every visible element (rect, role, accessible name, text, state, the form it submits to). So an
+observation after an action costs one script call plus one screenshot, where polling from Python costs a
+round trip (and a sleep) per poll. ``EXTRACT_JS`` is the same extraction without the wait, ``SETTLE_JS`` the wait
+without the extraction, and ``PROBE_JS`` the cheap probe the Python polling fallback reads.
 """
 
 from __future__ import annotations
 
-# Returns {url, title, w, h, dpr, scrollY, scrollH, token, elements: [...]}; rects are CSS px in the viewport.
-EXTRACT_JS = r"""
-const MAX = arguments[0] || 600;
-const w = window.innerWidth, h = window.innerHeight;
-if (!window.__tfToken) {
+# Installed once per document (by whichever script runs first): a MutationObserver that counts mutations and
+# remembers when the last one happened, and wrappers around fetch/XMLHttpRequest that track requests in flight.
+_INSTALL = r"""
+function __tfInstall() {
+  if (window.__tfToken) return false;
   window.__tfToken = Math.random().toString(36).slice(2);
   window.__tfMut = 0;
+  window.__tfLast = performance.now();
+  window.__tfPend = {};
+  window.__tfReqId = 0;
   try {
-    new MutationObserver(function (m) { window.__tfMut += m.length; })
+    new MutationObserver(function (m) { window.__tfMut += m.length; window.__tfLast = performance.now(); })
       .observe(document.documentElement, {subtree: true, childList: true, attributes: true, characterData: true});
   } catch (e) {}
+  function begin() { const id = ++window.__tfReqId; window.__tfPend[id] = performance.now(); return id; }
+  function end(id) { delete window.__tfPend[id]; window.__tfLast = performance.now(); }
+  try {
+    const f = window.fetch;
+    if (typeof f === 'function') {
+      window.fetch = function () {
+        const id = begin();
+        try {
+          const p = f.apply(this, arguments);
+          p.then(function () { end(id); }, function () { end(id); });
+          return p;
+        } catch (e) { end(id); throw e; }
+      };
+    }
+  } catch (e) {}
+  try {
+    const send = XMLHttpRequest.prototype.send;
+    XMLHttpRequest.prototype.send = function () {
+      const id = begin();
+      this.addEventListener('loadend', function () { end(id); });
+      try { return send.apply(this, arguments); } catch (e) { end(id); throw e; }
+    };
+  } catch (e) {}
+  return true;
 }
+"""
+
+# Returns {url, title, w, h, dpr, scrollY, scrollH, token, elements: [...]}; rects are CSS px in the viewport.
+_EXTRACT = r"""
+function __tfExtract(MAX) {
+__tfInstall();
+const w = window.innerWidth, h = window.innerHeight;
 const INTERACTIVE = 'a[href],button,input,select,textarea,summary,[role=button],[role=link],[role=tab],' +
   '[role=checkbox],[role=radio],[role=menuitem],[role=option],[role=switch],[onclick],[contenteditable=true],' +
   '[tabindex]:not([tabindex="-1"])';
@@ -120,19 +156,81 @@ const se = document.scrollingElement || document.documentElement;
 return {url: location.href, title: document.title, w: w, h: h, dpr: window.devicePixelRatio || 1,
   scrollY: se.scrollTop, scrollH: se.scrollHeight, token: window.__tfToken, ready: document.readyState,
   elements: out};
+}
 """
 
-# The settle probe: page instance, readiness, DOM mutation count and scroll position, in one tiny call.
-PROBE_JS = r"""
-if (!window.__tfToken) {
-  window.__tfToken = Math.random().toString(36).slice(2);
-  window.__tfMut = 0;
-  try {
-    new MutationObserver(function (m) { window.__tfMut += m.length; })
-      .observe(document.documentElement, {subtree: true, childList: true, attributes: true, characterData: true});
-  } catch (e) {}
-  return [window.__tfToken, document.readyState, -1, 0];
+# Waits inside the page, then calls ``done`` with {stable, waited, ...}. Quiet means: the document has loaded,
+# no DOM mutation and no request finished for ``quietMs`` (counted from the script's start too, so a reaction
+# scheduled just after the action is still awaited), no fetch/XHR younger than ``staleMs`` in flight (older ones
+# are long polls that never end), no finite CSS animation/transition running (infinite ones are spinners and
+# never end either), and one animation frame rendered (or 100 ms passed where frames are throttled).
+# ``timeoutMs`` bounds it all: a page that never quiets is captured as it is.
+_SETTLE = r"""
+function __tfSettle(quietMs, timeoutMs, staleMs, done) {
+  const fresh = __tfInstall();
+  const t0 = performance.now();
+  let framed = false;
+  try { requestAnimationFrame(function () { framed = true; }); } catch (e) { framed = true; }
+  function pending(now) {
+    let n = 0;
+    for (const id in window.__tfPend) if (now - window.__tfPend[id] < staleMs) n++;
+    return n;
+  }
+  function animating() {
+    if (!document.getAnimations) return 0;
+    let n = 0;
+    try {
+      for (const a of document.getAnimations()) {
+        if (a.playState !== 'running') continue;
+        const it = a.effect && a.effect.getTiming ? a.effect.getTiming().iterations : 1;
+        if (it !== Infinity) n++;
+      }
+    } catch (e) {}
+    return n;
+  }
+  function check() {
+    const now = performance.now();
+    const ready = document.readyState === 'complete';
+    const quiet = now - Math.max(window.__tfLast, t0) >= quietMs;
+    const painted = framed || now - t0 >= 100;
+    if (ready && quiet && painted && !pending(now) && !animating()) {
+      done({stable: true, waited: now - t0, fresh: fresh});
+      return;
+    }
+    if (now - t0 >= timeoutMs) {
+      done({stable: false, waited: now - t0, fresh: fresh, ready: document.readyState, quiet: quiet,
+            pending: pending(now), animating: animating()});
+      return;
+    }
+    setTimeout(check, 8);
+  }
+  check();
 }
+"""
+
+# The extraction alone (no waiting): returns the screen now.
+EXTRACT_JS = _INSTALL + _EXTRACT + "return __tfExtract(arguments[0]);"
+
+# Asynchronous: wait until quiet (arguments: quiet ms, timeout ms, stale-request ms), return the settle status.
+SETTLE_JS = _INSTALL + _SETTLE + """
+const done = arguments[arguments.length - 1];
+__tfSettle(arguments[0], arguments[1], arguments[2], done);
+"""
+
+# Asynchronous: wait until quiet, then extract, in one round trip: {settle: {...}, screen: {...}}.
+SETTLE_EXTRACT_JS = _INSTALL + _EXTRACT + _SETTLE + """
+const done = arguments[arguments.length - 1];
+const MAX = arguments[3];
+__tfSettle(arguments[0], arguments[1], arguments[2], function (st) {
+  let screen = null, error = '';
+  try { screen = __tfExtract(MAX); } catch (e) { error = String(e); }
+  done({settle: st, screen: screen, error: error});
+});
+"""
+
+# The polling fallback's probe: page instance, readiness, DOM mutation count and scroll position.
+PROBE_JS = _INSTALL + """
+if (__tfInstall()) return [window.__tfToken, document.readyState, -1, 0];
 const se = document.scrollingElement || document.documentElement;
 return [window.__tfToken, document.readyState, window.__tfMut, se.scrollTop];
 """

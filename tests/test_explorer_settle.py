@@ -1,0 +1,121 @@
+"""The in-page settle wait (web) in real Chromium: what it waits for, what it does not, and navigation under it.
+
+Each page reacts to a tap the way real apps do — a slow fetch, a CSS transition, a navigation scheduled by a
+script, a spinner that never stops — and the capture taken by ``Device.settle_and_capture`` must show the
+settled screen, in bounded time.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from explorers.profiles import VIEWPORTS, Profile
+from explorers.scripts import locate
+from explorers.sessions import EndpointSpec, OpenedDevice, open_device
+from explorers.settle import SettleConfig
+
+PAGES = {
+    # A click starts a fetch that answers after 400 ms; only then is the result rendered.
+    "/fetch": """<button id=go onclick="fetch('/slow').then(r => r.text()).then(t => {
+        const p = document.createElement('p'); p.id = 'result'; p.textContent = t; document.body.append(p); })">
+        Load</button>""",
+    # A click starts a 400 ms transition (no DOM mutation while it runs) that ends by revealing a label.
+    "/transition": """<style>#box{width:50px;height:50px;background:#c00;transition:width .4s linear}
+        #box.wide{width:300px}</style><button id=go onclick="const b=document.getElementById('box');
+        b.addEventListener('transitionend', () => { document.getElementById('lbl').textContent = 'opened'; });
+        b.classList.add('wide')">Open</button><div id=box></div><p id=lbl>closed</p>""",
+    # A click shows progress for ~150 ms, then a script navigates to another page.
+    "/navigate": """<button id=go onclick="let n = 0; const p = document.getElementById('prog');
+        const t = setInterval(() => { p.textContent = 'loading ' + (++n); if (n === 8) {
+        clearInterval(t); location.href = '/landed'; } }, 20)">Go</button><p id=prog>idle</p>""",
+    "/landed": "<h1>Landed page</h1>",
+    # An endless spinner: an infinite animation is not "still settling".
+    "/spinner": """<style>@keyframes s{to{transform:rotate(360deg)}}
+        #sp{width:30px;height:30px;border:3px solid #000;animation:s 1s linear infinite}</style>
+        <div id=sp></div><button id=go onclick="document.getElementById('t').textContent='tapped'">Tap</button>
+        <p id=t>waiting</p>""",
+}
+
+
+class _Handler(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        if self.path == "/slow":
+            time.sleep(0.4)
+            body = b"slow answer"
+        else:
+            body = f"<!doctype html><html><body>{PAGES.get(self.path, 'missing')}</body></html>".encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html; charset=utf-8" if self.path != "/slow" else "text/plain")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *_args: object) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def pages_url() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+
+
+@pytest.fixture(scope="module")
+def device(chromedriver_url: str) -> Iterator[OpenedDevice]:
+    d = open_device(EndpointSpec("settle", chromedriver_url), Profile(VIEWPORTS["desktop"]),
+                    SettleConfig(timeout_s=3.0))
+    try:
+        yield d
+    finally:
+        d.quit()
+
+
+def _open_and_tap(device: OpenedDevice, url: str) -> None:
+    device.open(url)
+    device.settle()
+    pos = locate(device, "#go")
+    assert pos is not None
+    device.tap(*pos)
+
+
+def _texts(screen: object) -> set[str]:
+    return {w.element.text for w in screen.widgets}  # type: ignore[attr-defined]
+
+
+def test_waits_for_a_slow_fetch_to_be_rendered(device: OpenedDevice, pages_url: str) -> None:
+    _open_and_tap(device, pages_url + "/fetch")
+    settled, screen = device.settle_and_capture()
+    assert settled.stable and settled.polls == 1  # one round trip
+    assert "slow answer" in _texts(screen)
+    assert settled.waited_s >= 0.3
+
+
+def test_waits_for_a_finite_css_transition(device: OpenedDevice, pages_url: str) -> None:
+    _open_and_tap(device, pages_url + "/transition")
+    settled, screen = device.settle_and_capture()
+    assert settled.stable
+    assert "opened" in _texts(screen)
+
+
+def test_a_navigation_during_the_wait_is_followed_to_the_new_page(device: OpenedDevice, pages_url: str) -> None:
+    _open_and_tap(device, pages_url + "/navigate")
+    settled, screen = device.settle_and_capture()
+    assert screen.location.endswith("/landed")
+    assert "Landed page" in _texts(screen)
+    assert settled.stable and settled.polls >= 2  # the first wait died with its page
+
+
+def test_an_endless_spinner_does_not_hold_the_wait_to_its_timeout(device: OpenedDevice, pages_url: str) -> None:
+    _open_and_tap(device, pages_url + "/spinner")
+    settled, screen = device.settle_and_capture()
+    assert settled.stable and settled.waited_s < 1.5
+    assert "tapped" in _texts(screen)
