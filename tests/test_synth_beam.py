@@ -104,7 +104,15 @@ def test_beam_equals_inprocess_with_rejects_of_every_stage_and_a_rerun_calls_no_
                                                                                        tmp_path: Path) -> None:
     log_a, log_b = tmp_path / "a.log", tmp_path / "b.log"
     a = run_synthesis(graph, tmp_path / "a", LoggingOffline(str(log_a))(), CONFIG, usage=Usage())
-    b = run_synthesis_beam(graph, tmp_path / "b", LoggingOffline(str(log_b)), CONFIG, usage=Usage())
+    bar = {"total": -1, "done": 0}
+
+    def progress(name: str, total: int):  # type: ignore[no-untyped-def]
+        bar["total"] = total
+        return lambda n: bar.update(done=bar["done"] + n)
+
+    b = run_synthesis_beam(graph, tmp_path / "b", LoggingOffline(str(log_b)), CONFIG, usage=Usage(),
+                           progress=progress)
+    assert bar["done"] == bar["total"] > 0  # the Beam path's bar has the in-process total and completes
 
     assert a.trajectories and {r.stage for r in a.rejects} == {"synthesis.step", "synthesis.path", "synthesis.task"}
     assert {t.task.language for t in a.trajectories} == {"en", "zh"}

@@ -110,11 +110,8 @@ def register(app: typer.Typer) -> None:
                 task = bar.add_task(f"synthesizing ({backend})", total=total)
                 return lambda n: bar.advance(task, n)
 
-            phase = bar.add_task(f"synthesizing ({backend}, Beam)", total=None) if runner == "beam" else None
-
             def status(message: str) -> None:
                 console.print(message)
-                bar.update(phase, description=message)  # type: ignore[arg-type]
 
             try:
                 if runner == "beam":
@@ -125,7 +122,7 @@ def register(app: typer.Typer) -> None:
 
                     report = run_synthesis_beam(graph, out, spec, config, cache_dir=cache_dir, usage=usage,
                                                 replay=replay, extra=extra, beam_args=list(beam_arg),
-                                                large_model=large_model, status=status)
+                                                large_model=large_model, status=status, progress=progress)
                 else:
                     report = run_synthesis(graph, out, impl, config, cache_dir=cache_dir, usage=usage,
                                            replay=replay, extra=extra, progress=progress)

@@ -26,6 +26,7 @@ from apache_beam.metrics import Metrics
 from apache_beam.ml.inference.base import KeyedModelHandler, ModelHandler, PredictionResult, RunInference
 from apache_beam.utils import shared
 
+from pipelines.curation.progress import ProgressCounter
 from pipelines.synthesis.backends.base import Backend, Completion, Failure, Result
 from pipelines.synthesis.cache import CallCache, cache_key
 from pipelines.synthesis.calls import Call
@@ -33,6 +34,7 @@ from schemas import BlobStore
 
 METRICS_NAMESPACE = "trajforge.synth"
 USAGE_COUNTERS = ("calls", "cache_hits", "failures", "prompt_tokens", "completion_tokens")
+PROGRESS_CALLS = "calls_resolved"
 
 
 @dataclass(frozen=True)
@@ -114,17 +116,30 @@ class BackendModelHandler(ModelHandler[Call, Result, Backend]):
         return METRICS_NAMESPACE
 
 
-class _LookupCache(beam.DoFn):
+class _CountingDoFn(beam.DoFn):
+    """Live progress: calls resolved so far go to a count file the driver polls (Beam metrics arrive only at
+    the end on the local runners); see ``pipelines.curation.progress``."""
+
+    def __init__(self, cache_dir: str, progress_dir: str | None):
+        self.cache_dir = cache_dir
+        self.progress_dir = progress_dir
+
+    def setup(self) -> None:
+        self.cache = CallCache(self.cache_dir)
+        self.progress = ProgressCounter(self.progress_dir)
+
+    def finish_bundle(self) -> None:
+        self.progress.flush()
+
+
+class _LookupCache(_CountingDoFn):
     """``(key, call)`` → main output ``(key, cached Completion)`` on a hit, ``miss`` output ``(key, call)``."""
 
     MISS = "miss"
 
-    def __init__(self, cache_dir: str):
-        self.cache_dir = cache_dir
+    def __init__(self, cache_dir: str, progress_dir: str | None):
+        super().__init__(cache_dir, progress_dir)
         self.hits = Metrics.counter(METRICS_NAMESPACE, "cache_hits")
-
-    def setup(self) -> None:
-        self.cache = CallCache(self.cache_dir)
 
     def process(self, element: tuple[str, Call]):  # type: ignore[no-untyped-def]
         key, call = element
@@ -133,20 +148,19 @@ class _LookupCache(beam.DoFn):
             yield beam.pvalue.TaggedOutput(self.MISS, (key, call))
         else:
             self.hits.inc()
+            self.progress.inc(PROGRESS_CALLS)
             yield key, hit
 
 
-class _StoreAnswer(beam.DoFn):
+class _StoreAnswer(_CountingDoFn):
     """Cache a new answer right away (failures are not cached: tonight's timeout is retried tomorrow)."""
 
-    def __init__(self, cache_dir: str):
-        self.cache_dir = cache_dir
+    def __init__(self, cache_dir: str, progress_dir: str | None):
+        super().__init__(cache_dir, progress_dir)
         self.counters = {name: Metrics.counter(METRICS_NAMESPACE, name) for name in USAGE_COUNTERS}
 
-    def setup(self) -> None:
-        self.cache = CallCache(self.cache_dir)
-
     def process(self, element: tuple[str, PredictionResult]):  # type: ignore[no-untyped-def]
+        self.progress.inc(PROGRESS_CALLS)
         key, prediction = element
         result: Result = prediction.inference
         if isinstance(result, Completion):
@@ -166,19 +180,21 @@ def _any_one(calls: Iterable[Call]) -> Call:
 class ResolveCalls(beam.PTransform):
     """``(cache key, Call)`` pairs, repeats allowed → one ``(cache key, Result)`` per distinct key."""
 
-    def __init__(self, handler: BackendModelHandler, cache_dir: str | Path, model_identifier: str | None = None):
+    def __init__(self, handler: BackendModelHandler, cache_dir: str | Path, model_identifier: str | None = None,
+                 progress_dir: str | Path | None = None):
         super().__init__()
         self.handler = handler
         self.cache_dir = str(cache_dir)
         self.model_identifier = model_identifier
+        self.progress_dir = str(progress_dir) if progress_dir is not None else None
 
     def expand(self, calls):  # type: ignore[no-untyped-def]
         unique = calls | "DedupeByKey" >> beam.CombinePerKey(_any_one)
-        looked = unique | "LookupCache" >> beam.ParDo(_LookupCache(self.cache_dir)).with_outputs(
+        looked = unique | "LookupCache" >> beam.ParDo(_LookupCache(self.cache_dir, self.progress_dir)).with_outputs(
             _LookupCache.MISS, main="hit")
         answered = (
             looked[_LookupCache.MISS]
             | "RunInference" >> RunInference(KeyedModelHandler(self.handler), model_identifier=self.model_identifier)
-            | "StoreAnswer" >> beam.ParDo(_StoreAnswer(self.cache_dir))
+            | "StoreAnswer" >> beam.ParDo(_StoreAnswer(self.cache_dir, self.progress_dir))
         )
         return (looked["hit"], answered) | "HitsAndAnswers" >> beam.Flatten()

@@ -32,11 +32,13 @@ import apache_beam as beam
 from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.options.pipeline_options import PipelineOptions
 
+from pipelines.curation.progress import PROGRESS_DIR, ProgressPoller
 from pipelines.curation.quiet import lowered_levels
 from pipelines.synthesis.accounting import Usage
 from pipelines.synthesis.backends.base import Backend, Result
 from pipelines.synthesis.beam_inference import (
     METRICS_NAMESPACE,
+    PROGRESS_CALLS,
     USAGE_COUNTERS,
     BackendModelHandler,
     CacheIdentity,
@@ -159,7 +161,7 @@ def _answers_per_unit(label: str, requests, results):  # type: ignore[no-untyped
 
 
 def build_pipeline(p: beam.Pipeline, graphs: dict[str, AppGraph], units: list[Unit], handler: BackendModelHandler,
-                   identity: CacheIdentity, cache_dir: Path, staging: Path) -> None:
+                   identity: CacheIdentity, cache_dir: Path, staging: Path, progress_dir: Path | None = None) -> None:
     """The synthesis pipeline on ``p``; it writes one staged pair of files per unit under ``staging``."""
     graph_side = beam.pvalue.AsDict(p | "Graphs" >> beam.Create(sorted(graphs.items())))
     unit_pc = p | "Units" >> beam.Create(units)
@@ -168,14 +170,14 @@ def build_pipeline(p: beam.Pipeline, graphs: dict[str, AppGraph], units: list[Un
 
     planned = unit_pc | "PlanSteps" >> beam.ParDo(_PlanSteps(identity), graph_side).with_outputs(
         CHECK_REQUESTS, main="calls")
-    step_results = planned["calls"] | "ResolveSteps" >> ResolveCalls(handler, cache_dir, model_id)
+    step_results = planned["calls"] | "ResolveSteps" >> ResolveCalls(handler, cache_dir, model_id, progress_dir)
     step_answers = _answers_per_unit("Steps", planned[CHECK_REQUESTS], step_results)
 
     checked = ({"unit": keyed_units, "answers": step_answers}
                | "GroupStepAnswers" >> beam.CoGroupByKey()
                | "CheckSteps" >> beam.ParDo(_CheckSteps(identity), graph_side).with_outputs(
                    CHECK_CALLS, CHECK_REQUESTS, main="pending"))
-    task_results = checked[CHECK_CALLS] | "ResolveTasks" >> ResolveCalls(handler, cache_dir, model_id)
+    task_results = checked[CHECK_CALLS] | "ResolveTasks" >> ResolveCalls(handler, cache_dir, model_id, progress_dir)
     task_answers = _answers_per_unit("Tasks", checked[CHECK_REQUESTS], task_results)
 
     _ = ({"pending": checked["pending"], "answers": task_answers}
@@ -217,11 +219,15 @@ def run_synthesis_beam(graph_dir: str | Path, out_dir: str | Path, factory: Call
                        usage: Usage | None = None, replay: Replayer | None = None,
                        extra: Callable[[AppGraph, list[Trajectory]], list[Trajectory]] | None = None,
                        beam_args: list[str] | None = None, large_model: bool = False,
-                       status: Callable[[str], None] | None = None) -> RunReport:
+                       status: Callable[[str], None] | None = None,
+                       progress: Callable[[str, int], Callable[[int], None]] | None = None) -> RunReport:
     """``run_synthesis`` with the calls answered by a Beam pipeline; same outputs for the same inputs.
 
     ``factory`` builds the backend (a ``BackendSpec``): once here, to check it and to learn its identity,
-    and once per Beam worker process, inside RunInference. ``status`` receives phase messages.
+    and once per Beam worker process, inside RunInference. ``status`` receives phase messages; ``progress``
+    is ``run_synthesis``'s (total: the planned call lookups), ticked live from the workers' count files and
+    completed at the end (calls shared by several units and paths skipped for a rejected step are counted
+    there, not live).
     """
     config = config or SynthConfig()
     usage = usage or Usage()
@@ -251,11 +257,21 @@ def run_synthesis_beam(graph_dir: str | Path, out_dir: str | Path, factory: Call
     try:
         runner, options = pipeline_options(list(beam_args or []))
         say(f"Beam pipeline: {len(units)} units, {n_paths} paths, up to {planned} call lookups")
-        with lowered_levels({"apache_beam": logging.ERROR}):
+        tick = progress("calls", planned) if progress else (lambda _n: None)
+        done = [0]
+
+        def advance(counts: dict[str, int]) -> None:
+            n = min(counts.get(PROGRESS_CALLS, 0), planned)
+            if n > done[0]:
+                tick(n - done[0])
+                done[0] = n
+
+        with lowered_levels({"apache_beam": logging.ERROR}), ProgressPoller(staging / PROGRESS_DIR, advance):
             p = beam.Pipeline(runner=runner, options=options)
-            build_pipeline(p, loaded.graphs, units, handler, identity, cache, staging)
+            build_pipeline(p, loaded.graphs, units, handler, identity, cache, staging, staging / PROGRESS_DIR)
             result = p.run()
             result.wait_until_finish()
+        tick(planned - done[0])
         usage_from_metrics(result, usage)
         say("assembling trajectories")
         trajs: list[Trajectory] = []
