@@ -129,12 +129,14 @@ def test_beam_equals_inprocess_with_rejects_of_every_stage_and_a_rerun_calls_no_
     builds = [e for e in read_log(log_b) if e["event"] == "build"]
     assert len(builds) == 2, builds
 
+    dead = tmp_path / "b" / f".synth-beam-{2**22 + 12345}-x"  # staging of a killed run (no such pid)
+    dead.mkdir()
     again = run_synthesis_beam(graph, tmp_path / "b", LoggingOffline(str(log_b)), CONFIG, usage=Usage())
     assert len(model_calls(log_b)) == len(model_calls(log_a))  # no new model call at all
     assert again.summary["usage"]["calls"] == 0
     assert again.summary["usage"]["cache_hits"] == a.summary["usage"]["calls"]
     assert same_table(tmp_path / "a" / "trajectories.parquet", tmp_path / "b" / "trajectories.parquet")
-    assert not list((tmp_path / "b").glob(".synth-beam-*"))  # staging removed
+    assert not list((tmp_path / "b").glob(".synth-beam-*"))  # this run's staging and the killed run's removed
 
 
 def test_cache_hits_never_reach_the_model_and_multiprocess_workers_agree(graph: Path, tmp_path: Path) -> None:

@@ -21,6 +21,7 @@ passed to Beam; there the graph directory, cache and output must be on storage t
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import tempfile
 from collections.abc import Callable, Iterable
@@ -63,6 +64,7 @@ from pipelines.synthesis.runner import (
 from schemas import Reject, Trajectory
 from schemas.recordio import iter_records, write_jsonl
 
+STAGING_PREFIX = ".synth-beam-"
 CHECK_REQUESTS = "requests"
 CHECK_CALLS = "calls"
 
@@ -214,6 +216,18 @@ def _read_staged(path: Path, kind: str) -> list[Any]:
     return records
 
 
+def _remove_stale_staging(out: Path) -> None:
+    """Staging left by a killed run (its driver process is gone) is removed; a live run's is left alone."""
+    for d in out.glob(f"{STAGING_PREFIX}*"):
+        try:
+            pid = int(d.name[len(STAGING_PREFIX):].split("-", 1)[0])
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            shutil.rmtree(d, ignore_errors=True)
+        except (ValueError, PermissionError):
+            continue  # not ours to judge (unparseable name, or another user's live process)
+
+
 def run_synthesis_beam(graph_dir: str | Path, out_dir: str | Path, factory: Callable[[], Backend],
                        config: SynthConfig | None = None, cache_dir: str | Path | None = None,
                        usage: Usage | None = None, replay: Replayer | None = None,
@@ -253,7 +267,8 @@ def run_synthesis_beam(graph_dir: str | Path, out_dir: str | Path, factory: Call
     roots = sorted({str(g.blob_root.resolve()) for g in loaded.graphs.values() if g.blob_root is not None})
     handler = BackendModelHandler(factory, blob_roots=roots, max_batch_size=config.batch_size,
                                   large_model=large_model)
-    staging = Path(tempfile.mkdtemp(prefix=".synth-beam-", dir=out)).resolve()
+    _remove_stale_staging(out)
+    staging = Path(tempfile.mkdtemp(prefix=f"{STAGING_PREFIX}{os.getpid()}-", dir=out)).resolve()
     try:
         runner, options = pipeline_options(list(beam_args or []))
         say(f"Beam pipeline: {len(units)} units, {n_paths} paths, up to {planned} call lookups")
