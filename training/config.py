@@ -52,6 +52,7 @@ class GRPOConfig:
     reward: str = "guilibra"  # "guilibra" (0.9·accuracy + 0.1·format) or "uitars2"
     mix: str = "direct"  # prompt style for rollouts: "direct" or "reasoning"
     backend: str = "transformers"  # or "vllm" where vLLM is installed
+    updates_per_rollout: int = 1  # μ: optimizer updates over each batch of rollouts (PPO epochs; ratio ≠ 1 when > 1)
     curriculum: bool = True
     band: tuple[float, float] = (0.3, 0.7)
     backward: bool = False  # backward curriculum: start from the late steps of each trajectory
@@ -123,6 +124,8 @@ def load_config(path: str | Path | None) -> TrainConfig:
     cfg = _build(TrainConfig, data, "")
     if cfg.grpo.clip_eps <= 0 or cfg.grpo.num_generations < 2:
         raise ConfigError("grpo.num_generations: needs at least 2 samples per prompt for group advantages")
+    if cfg.grpo.updates_per_rollout < 1:
+        raise ConfigError(f"grpo.updates_per_rollout: must be at least 1, got {cfg.grpo.updates_per_rollout}")
     if cfg.optim.grad_accum < 1 or cfg.optim.batch_size < 1:
         raise ConfigError("optim.batch_size / optim.grad_accum: must be at least 1")
     if isinstance(cfg.data.mix, str) and cfg.data.mix not in ("both", "reasoning", "direct"):

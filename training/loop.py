@@ -1,7 +1,10 @@
 """The training loops, nanoGPT-style: set up, then one readable ``while step < max_steps`` loop per method.
 
 ``train_sft`` runs action-aware SFT over curated shards; ``train_grpo`` runs KL-regularized GRPO with rollouts
-from the policy itself. Both share the same skeleton: load (from the newest checkpoint when resuming), build
+from the policy itself: each step generates and scores one batch of rollouts, then makes
+``grpo.updates_per_rollout`` (μ) optimizer updates over it against the log-probs of the policy that generated
+it, so with μ > 1 the importance ratio and its clip are live (one GRPO step = μ optimizer updates, one
+scheduler step). Both share the same skeleton: load (from the newest checkpoint when resuming), build
 the optimizer, iterate micro-batches with gradient accumulation, log a JSONL line per step, checkpoint every
 ``save_every`` steps and at the end, and write ``<out>/final`` as a loadable model directory.
 
@@ -213,7 +216,7 @@ def train_grpo(cfg: TrainConfig, data: Path, model_path: Path, out: Path, resume
                pool_limit: int = 10000) -> dict[str, Any]:
     """KL-regularized GRPO with SNGS on curated steps; returns a summary."""
     from training.curriculum import CurriculumSampler, backward_window, difficulty
-    from training.grpo_loss import group_advantages, grpo_loss
+    from training.grpo_loss import group_advantages
     from training.rewards import PRESETS, accuracy_reward, format_reward
     from training.sampler import check_backend, generate, token_logps
     from training.tiny import load_model_and_processor as load
@@ -238,15 +241,16 @@ def train_grpo(cfg: TrainConfig, data: Path, model_path: Path, out: Path, resume
     reward_fn = PRESETS[g.reward]
     rng = random.Random(cfg.run.seed)
     bar = tqdm(total=cfg.run.max_steps, initial=s.state["step"], desc="grpo", disable=not cfg.run.progress)
-    last: dict[str, float] = {}
+    last: dict[str, Any] = {}
     while s.state["step"] < cfg.run.max_steps:
         t0 = time.perf_counter()
         rng.seed(f"{cfg.run.seed}:{s.state['step']}")
-        s.optimizer.zero_grad(set_to_none=True)
         micro = cfg.optim.batch_size * cfg.optim.grad_accum
         tasks = curriculum.choose(difficulties, micro) if g.curriculum else rng.choices(list(by_task), k=micro)
         in_band = sum(curriculum.in_band(t) for t in tasks) / len(tasks)
-        rewards_all, acc_all, fmt_all, kls, clips, losses = [], [], [], [], [], []
+        # 1. Rollouts, rewards, advantages and reference log-probs: once per step, reused by every update.
+        scored: list[Scored] = []
+        rewards_all, acc_all, fmt_all = [], [], []
         for task in tasks:
             steps = by_task[task]
             if g.backward:
@@ -262,28 +266,26 @@ def train_grpo(cfg: TrainConfig, data: Path, model_path: Path, out: Path, resume
             adv, _ = group_advantages(rewards, g.num_generations, sngs=g.sngs)
             with torch.no_grad():
                 ref_logp = token_logps(ref, ro, image_id)
-            with s.autocast():
-                logp = token_logps(s.model, ro, image_id)
-            # One policy update per rollout, so the "old" policy is the current one (ratio 1, clip inactive).
-            loss, st = grpo_loss(logp, logp.detach(), ref_logp, adv.to(s.device), ro.completion_mask,
-                                 g.clip_eps, g.kl_coef)
-            (loss / micro).backward()
+            scored.append(Scored(ro, adv.to(s.device), ref_logp))
             curriculum.update(task, rewards.tolist())
             rewards_all += rewards.tolist()
             acc_all += accuracy_reward(None, ro.texts, **cols)
             fmt_all += format_reward(None, ro.texts, **cols)
-            kls.append(st.kl)
-            clips.append(st.clip_fraction)
-            losses.append(loss.item())
-        grad_norm = torch.nn.utils.clip_grad_norm_(s.model.parameters(), cfg.optim.max_grad_norm)
-        s.optimizer.step()
+        # 2. μ = updates_per_rollout optimizer updates over the same rollouts (PPO epochs). The old log-probs are
+        # the policy's own before its first update, held fixed, so from the second update on the ratio moves
+        # away from 1 and the clip bounds how far one batch of rollouts can push the policy.
+        updates = [policy_update(s, cfg, scored, image_id, micro) for _ in range(g.updates_per_rollout)]
         s.scheduler.step()
         s.state["step"] += 1
         step = s.state["step"]
-        last = {"loss": sum(losses) / len(losses), "reward": sum(rewards_all) / len(rewards_all),
-                "accuracy": sum(acc_all) / len(acc_all), "format": sum(fmt_all) / len(fmt_all),
-                "kl": sum(kls) / len(kls), "clip_fraction": sum(clips) / len(clips), "in_band": in_band,
-                "grad_norm": float(grad_norm), "step_seconds": time.perf_counter() - t0}
+        last = {"reward": sum(rewards_all) / len(rewards_all), "accuracy": sum(acc_all) / len(acc_all),
+                "format": sum(fmt_all) / len(fmt_all), "in_band": in_band}
+        for key in ("loss", "kl", "clip_fraction", "ratio_mean", "grad_norm"):
+            last[key] = sum(u[key] for u in updates) / len(updates)
+        last["step_seconds"] = time.perf_counter() - t0
+        if g.updates_per_rollout > 1:
+            for key in ("loss", "clip_fraction", "ratio_mean"):
+                last[f"{key}_by_update"] = [u[key] for u in updates]
         if step % cfg.run.log_every == 0 or step == cfg.run.max_steps:
             s.metrics.log(step, last)
         if step % cfg.run.save_every == 0 or step == cfg.run.max_steps:
@@ -294,6 +296,43 @@ def train_grpo(cfg: TrainConfig, data: Path, model_path: Path, out: Path, resume
     s.metrics.close()
     final = save_final(s, out)
     return {"steps": s.state["step"], **last, "final": str(final)}
+
+
+@dataclass
+class Scored:
+    """One prompt's rollouts with everything the updates reuse; ``old_logp`` is filled by the first update."""
+
+    rollout: Any
+    advantages: torch.Tensor
+    ref_logp: torch.Tensor
+    old_logp: torch.Tensor | None = None
+
+
+def policy_update(s: Setup, cfg: TrainConfig, scored: list[Scored], image_id: int, micro: int) -> dict[str, float]:
+    """One optimizer update over all of a step's rollouts (gradients accumulated prompt by prompt)."""
+    from training.grpo_loss import grpo_loss
+    from training.sampler import token_logps
+
+    g = cfg.grpo
+    s.optimizer.zero_grad(set_to_none=True)
+    losses, kls, clips, ratios = [], [], [], []
+    for item in scored:
+        with s.autocast():
+            logp = token_logps(s.model, item.rollout, image_id)
+        if item.old_logp is None:
+            item.old_logp = logp.detach()  # the pre-update policy: ratio exactly 1 on the first update
+        loss, st = grpo_loss(logp, item.old_logp, item.ref_logp, item.advantages, item.rollout.completion_mask,
+                             g.clip_eps, g.kl_coef)
+        (loss / micro).backward()
+        losses.append(loss.item())
+        kls.append(st.kl)
+        clips.append(st.clip_fraction)
+        ratios.append(st.ratio_mean)
+    grad_norm = torch.nn.utils.clip_grad_norm_(s.model.parameters(), cfg.optim.max_grad_norm)
+    s.optimizer.step()
+    n = len(scored)
+    return {"loss": sum(losses) / n, "kl": sum(kls) / n, "clip_fraction": sum(clips) / n,
+            "ratio_mean": sum(ratios) / n, "grad_norm": float(grad_norm)}
 
 
 def rollout_data_config(cfg: TrainConfig, mix: str) -> Any:
