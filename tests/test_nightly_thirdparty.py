@@ -29,6 +29,7 @@ import pytest
 import yaml
 
 from explorers.local_servers import ManagedProcess
+from pipelines.nightly.exitcodes import Exit
 from pipelines.nightly.ledger import RunState
 from tests import thirdparty
 
@@ -65,19 +66,22 @@ def job_config(wiki_url: str, chromedriver_url: str) -> dict[str, Any]:
             "matrix": {"profiles": ["desktop"]},
             "budget": {"max_steps": STEPS, "max_seconds": 120},
         },
-        "synthesis": {"backend": "offline", "replay": True, "paths": {"max_paths": 12, "walks": 4}},
+        "synthesis": {"backend": "offline", "replay": True, "paths": {"max_paths": 12, "walks": 0, "max_len": 3}},
         "curation": {"runner": "direct", "rows_per_shard": 100},
-        "drift": {"sample": 2},
+        "drift": {"sample": 1},
         "retention": {"keep_versions": 5},
     }
 
 
 def nightly(config: Path) -> dict[str, Any]:
+    """One night through the CLI; exit 0 (published) or 5 (published with warnings) — the JSON says which."""
     env = {k: v for k, v in os.environ.items() if k != "TRAJFORGE_NIGHTLY_KILL_AFTER"}
     done = subprocess.run([*TRAJFORGE, "nightly", "--config", str(config), "--no-progress", "--json"], cwd=REPO,
                           env={**env, "PYTHONUNBUFFERED": "1"}, capture_output=True, text=True, timeout=300)
-    assert done.returncode in (0, 5), done.stdout + done.stderr
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    assert done.returncode in (Exit.OK, Exit.PUBLISHED_WARNINGS), done.stdout + done.stderr
+    outcome = json.loads(done.stdout.strip().splitlines()[-1])
+    assert outcome["exit"] == done.returncode
+    return outcome
 
 
 def cached_calls(ws: Path) -> int:
@@ -131,9 +135,26 @@ def test_two_nights_publish_two_versions_and_the_second_does_only_new_work(night
     assert nights["cache2"] == nights["cache1"] + s2["usage"]["calls"]
     # replay verification only for trajectories never replayed before
     assert s2["replayed"] == s2["new_tasks"] and s2["replay_reused"] == s2["tasks"] - s2["new_tasks"] > 0
-    # night 2 checked night 1's version for drift on the (unchanged) wiki
-    d2 = run2["stages"]["drift"]["result"]
+    # night 1 had nothing to check for drift and no warnings: a plain exit 0
+    assert run1["stages"]["drift"]["result"]["skipped"] == "no previous version to check"
+    assert nights["run1"]["exit"] == Exit.OK and nights["run1"]["warnings"] == []
+
+
+def test_second_night_checks_the_first_version_for_drift_and_says_so_in_its_exit_code(nights: dict[str, Any]) -> None:
+    """Night 2 replays a sample of v0001 on tonight's wiki. The wiki keeps what the crawl typed (a draft tiddler
+    saved to the server), so its start screen can change between nights and v0001's trajectories may no longer
+    execute: whatever the outcome, the exit code, the warnings and the report must agree with the drift result."""
+    d2 = nights["ledgers"][1]["stages"]["drift"]["result"]
     assert d2["version"] == "v0001" and d2["checked"] > 0
+    assert d2["executable"] + len(d2["flagged"]) == d2["checked"]
+    report = json.loads((nights["ws"] / "reports" / "latest" / "report.json").read_text())
+    assert report["executability"]["drift"]["checked"] == d2["checked"]
+    drift_warnings = [w for w in nights["run2"]["warnings"] if w.startswith("drift")]
+    if d2["flagged"]:
+        assert nights["run2"]["exit"] == Exit.PUBLISHED_WARNINGS and drift_warnings
+        assert {f["recorded_app_version"] for f in d2["flagged"]} == {thirdparty.TIDDLYWIKI_VERSION}
+    else:
+        assert not drift_warnings
 
 
 def test_report_exists_and_reconciles_with_the_manifests(nights: dict[str, Any]) -> None:
