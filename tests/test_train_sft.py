@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 from tiny_model import write_dataset
 from typer.testing import CliRunner
 
@@ -61,6 +62,11 @@ def test_sft_loss_falls_resume_is_exact_and_rejects_are_kept(env):
     for a, b in zip(resumed[4:8], read_metrics(full)[4:8], strict=True):
         assert a["loss"] == pytest.approx(b["loss"], rel=1e-4)
     assert len((part / "rejects.jsonl").read_text().splitlines()) == 1  # not duplicated by the rerun
+    # TensorBoard shows the same curve as the JSONL, each step once across the resume.
+    acc = EventAccumulator(str(part / "tensorboard"))
+    acc.Reload()
+    assert [(e.step, e.value) for e in acc.Scalars("loss")] == [
+        (m["step"], pytest.approx(m["loss"], rel=1e-6)) for m in resumed]
     assert (part / "final" / "config.json").exists()
 
 

@@ -38,6 +38,7 @@ class RunConfig:
     bf16: bool | None = None  # None: bf16 autocast on GPU, fp32 on CPU
     device: str | None = None  # None: cuda when available
     progress: bool = True
+    tensorboard: bool = True  # also write <out>/tensorboard event files (needs the tensorboard package)
 
 
 @dataclass

@@ -86,8 +86,8 @@ def setup(cfg: TrainConfig, model_path: Path, out: Path, resume: bool, kind: str
             raise ValueError(f"{out}: holds a {state.get('kind')} run; use a new --out for {kind}")
     autocast = (partial(torch.autocast, device_type=device.type, dtype=torch.bfloat16) if bf16
                 else contextlib.nullcontext)
-    return Setup(model, tok, ip, opt, sched, device, autocast, state, MetricsLog(out, state["step"]),
-                 RejectsLog(out))
+    metrics = MetricsLog(out, state["step"], cfg.run.tensorboard)
+    return Setup(model, tok, ip, opt, sched, device, autocast, state, metrics, RejectsLog(out))
 
 
 def save(s: Setup, cfg: TrainConfig, out: Path, extra: dict[str, Any] | None = None) -> Path:

@@ -1,21 +1,27 @@
-"""Run metrics: one JSON object per logged step in ``<out>/metrics.jsonl`` (and TensorBoard when installed).
+"""Run metrics: one JSON object per logged step in ``<out>/metrics.jsonl``, mirrored to TensorBoard event files.
 
-JSONL because every tool reads it (pandas, DuckDB, ``jq``). On resume, lines past the checkpoint's step are
-dropped first, so a killed-and-resumed run has each step exactly once. TensorBoard event files are written
-only when the ``tensorboard`` package is importable — it is not a dependency of trajforge.
+JSONL because every tool reads it (pandas, DuckDB, ``jq``); TensorBoard because trainers watch curves live
+(``tensorboard --logdir <out>/tensorboard``). On resume, JSONL lines past the checkpoint's step are dropped
+first and the TensorBoard writer is opened with ``purge_step`` = checkpoint step + 1, so a killed-and-resumed run
+shows each step exactly once in both. Numeric values become scalars; lists (per-update GRPO values) stay in JSONL.
+TensorBoard needs the ``tensorboard`` package (pinned in requirements.txt); where it is missing, or
+``run.tensorboard`` is false, only JSONL is written and a warning says so.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
 from schemas import Reject
 
+log = logging.getLogger(__name__)
+
 
 class MetricsLog:
-    def __init__(self, out: Path, resume_step: int = 0):
+    def __init__(self, out: Path, resume_step: int = 0, tensorboard: bool = True):
         self.path = out / "metrics.jsonl"
         out.mkdir(parents=True, exist_ok=True)
         kept = []
@@ -25,12 +31,13 @@ class MetricsLog:
                     kept.append(line)
         self.path.write_text("".join(k + "\n" for k in kept), encoding="utf-8")
         self.tb = None
-        try:
-            from torch.utils.tensorboard import SummaryWriter
-
-            self.tb = SummaryWriter(str(out / "tensorboard"), purge_step=resume_step + 1)
-        except ImportError:
-            pass
+        if tensorboard:
+            try:
+                from torch.utils.tensorboard import SummaryWriter
+            except ImportError:
+                log.warning("tensorboard is not installed: metrics go to %s only", self.path)
+            else:
+                self.tb = SummaryWriter(str(out / "tensorboard"), purge_step=resume_step + 1)
 
     def log(self, step: int, values: dict[str, Any]) -> None:
         with self.path.open("a", encoding="utf-8") as f:
@@ -39,6 +46,7 @@ class MetricsLog:
             for k, v in values.items():
                 if isinstance(v, int | float):
                     self.tb.add_scalar(k, v, step)
+            self.tb.flush()  # so a live TensorBoard (and a killed run) sees every logged step
 
     def close(self) -> None:
         if self.tb is not None:
