@@ -18,7 +18,7 @@ from urllib.parse import urlparse
 from pipelines.synthesis.graph_input import AppGraph
 from pipelines.synthesis.injection import looks_like_injection
 from schemas import Action, Observation, Transition
-from schemas.exporters.guilibra import TO_GUILIBRA, action_value
+from schemas.exporters.guilibra import action_value, guilibra_type
 from schemas.geometry import bbox_to_norm
 
 MAX_TEXTS = 25
@@ -75,7 +75,7 @@ def screen_summary(obs: Observation) -> dict[str, Any]:
 
 def action_payload(action: Action) -> dict[str, Any]:
     return {
-        "action_type": TO_GUILIBRA[action.type],
+        "action_type": guilibra_type(action),
         "value": action_value(action),
         "point_2d": [action.x_norm, action.y_norm] if action.point is not None else None,
     }

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pipelines.synthesis.injection import looks_like_injection
-from schemas import Action, ActionType, Observation
+from schemas import Action, Observation
 from schemas.exporters.coords import Frame
-from schemas.exporters.guilibra import FROM_GUILIBRA, NO_VALUE, TO_GUILIBRA, action_value, parse_target
+from schemas.exporters.guilibra import NO_VALUE, action_value, guilibra_type, parse_target
 
 FENCE_RE = re.compile(r"^\s*```[a-zA-Z]*\s*|\s*```\s*$")
 TRAILING_COMMA_RE = re.compile(r",\s*([}\]])")
@@ -93,9 +93,9 @@ def parse_step(text: str, action: Action, observation: Observation) -> StepText:
     """Validate a step description against the executed ``action`` on ``observation``."""
     repairs: list[str] = []
     reasoning, answer = _answer(text, repairs)
-    expected = TO_GUILIBRA[ActionType(action.type)]
+    expected = guilibra_type(action)  # click variants (right/double/…) must match exactly, not just "Click"
     got = str(answer.get("action_type", ""))
-    if got.lower() not in FROM_GUILIBRA or FROM_GUILIBRA[got.lower()] != ActionType(action.type):
+    if got.lower() != expected.lower():
         raise SynthParseError("action_type_mismatch", f"model said {got!r}, the graph edge is {expected!r}")
     instruction = str(answer.get("action_description") or "").strip()
     if not instruction:

@@ -28,6 +28,7 @@ VERBS: dict[ActionType, str] = {
     ActionType.WAIT: r"wait|等待",
     ActionType.ANSWER: r"answer|reply|回答",
     ActionType.DONE: r"finish|done|complete|完成",
+    ActionType.HOVER: r"hover|point at|move (the )?(mouse|pointer)|悬停",
 }
 
 
