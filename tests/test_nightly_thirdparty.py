@@ -188,5 +188,8 @@ def test_no_deny_listed_action_reached_the_wiki(nights: dict[str, Any]) -> None:
              for line in p.read_text().splitlines() if line.strip()]
     blocked = {(e["state"], e["action"]) for e in audit if e["decision"] == "blocked"}
     acted = {(e["state"], e["action"]) for e in audit if e["decision"] == "act"}
-    assert blocked, "the deny-list should have refused something on TiddlyWiki"
+    assert any("delete" in action.lower() for _, action in blocked), "TiddlyWiki's delete button was refused"
     assert len(acted) > 0 and not (acted & blocked)
+    # ... and no executed action anywhere in either night was one the guard refuses (delete, export, new window)
+    refused_labels = {action for _, action in blocked}
+    assert not [a for _, a in acted if a in refused_labels or "delete" in a.lower()]
