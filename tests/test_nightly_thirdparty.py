@@ -11,6 +11,9 @@ Each night is a CLI subprocess, exactly what cron runs. Checked:
 - the run report exists and its numbers reconcile with the v0002 manifest;
 - no deny-listed action was executed: the wiki's own record still holds every tiddler that existed before each
   night (delete is deny-listed), and no action the safety guard refused on a screen was executed there.
+Known limit, checked rather than hidden: the crawl's typing is saved by the wiki (a draft tiddler, which adds a
+sidebar link to the start screen), so night 2's drift check and replays may find a changed start screen; the
+test then requires exit 5 with a drift warning, never a silent exit 0.
 """
 
 from __future__ import annotations
