@@ -52,7 +52,8 @@ class GRPOConfig:
     sngs: bool = True  # success-adaptive negative gradient scaling
     reward: str = "guilibra"  # "guilibra" (0.9·accuracy + 0.1·format) or "uitars2"
     mix: str = "direct"  # prompt style for rollouts: "direct" or "reasoning"
-    backend: str = "transformers"  # or "vllm" where vLLM is installed
+    backend: str = "transformers"  # or "vllm" where vLLM is installed (GPU hosts)
+    vllm_gpu_memory_utilization: float = 0.3  # GPU share the colocated vLLM engine may take (policy + ref share it)
     updates_per_rollout: int = 1  # μ: optimizer updates over each batch of rollouts (PPO epochs; ratio ≠ 1 when > 1)
     curriculum: bool = True
     band: tuple[float, float] = (0.3, 0.7)

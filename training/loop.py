@@ -239,6 +239,16 @@ def train_grpo(cfg: TrainConfig, data: Path, model_path: Path, out: Path, resume
     curriculum.load(s.state.get("curriculum", {}))
     image_id = s.model.config.image_token_id
     reward_fn = PRESETS[g.reward]
+    engine = None
+    if g.backend == "vllm":
+        from training.vllm_rollout import VLLMRollouts
+
+        engine = VLLMRollouts.start(
+            model_path, s.tokenizer, renderer, seed=cfg.run.seed,
+            bf16=cfg.run.bf16 if cfg.run.bf16 is not None else s.device.type == "cuda",
+            gpu_memory_utilization=g.vllm_gpu_memory_utilization, max_model_len=cfg.data.max_length + g.max_new_tokens)
+        if s.state["step"] > 0:
+            engine.sync_weights(s.model)  # resumed: the engine started from --model, the policy from a checkpoint
     rng = random.Random(cfg.run.seed)
     bar = tqdm(total=cfg.run.max_steps, initial=s.state["step"], desc="grpo", disable=not cfg.run.progress)
     last: dict[str, Any] = {}
@@ -257,10 +267,13 @@ def train_grpo(cfg: TrainConfig, data: Path, model_path: Path, out: Path, resume
                 first = backward_window(max(x.num_steps for x in steps), s.state["step"] / cfg.run.max_steps)
                 steps = [x for x in steps if x.step_index >= first] or steps
             r = renderer.render(rng.choice(steps))[0]
-            s.model.eval()
-            ro = generate(s.model, s.tokenizer, renderer, r, g.num_generations, g.max_new_tokens, g.temperature,
-                          g.top_p, s.device)
-            s.model.train()
+            if engine is not None:
+                ro = engine.generate(r, g.num_generations, g.max_new_tokens, g.temperature, g.top_p, s.device)
+            else:
+                s.model.eval()
+                ro = generate(s.model, s.tokenizer, renderer, r, g.num_generations, g.max_new_tokens, g.temperature,
+                              g.top_p, s.device)
+                s.model.train()
             cols = reward_columns(r, g.num_generations, renderer)
             rewards = torch.tensor(reward_fn(None, ro.texts, **cols), dtype=torch.float32)
             adv, _ = group_advantages(rewards, g.num_generations, sngs=g.sngs)
@@ -275,6 +288,7 @@ def train_grpo(cfg: TrainConfig, data: Path, model_path: Path, out: Path, resume
         # the policy's own before its first update, held fixed, so from the second update on the ratio moves
         # away from 1 and the clip bounds how far one batch of rollouts can push the policy.
         updates = [policy_update(s, cfg, scored, image_id, micro) for _ in range(g.updates_per_rollout)]
+        sync = engine.sync_weights(s.model) if engine is not None else {}  # next rollouts from the updated policy
         s.scheduler.step()
         s.state["step"] += 1
         step = s.state["step"]
@@ -282,6 +296,9 @@ def train_grpo(cfg: TrainConfig, data: Path, model_path: Path, out: Path, resume
                 "format": sum(fmt_all) / len(fmt_all), "in_band": in_band}
         for key in ("loss", "kl", "clip_fraction", "ratio_mean", "grad_norm"):
             last[key] = sum(u[key] for u in updates) / len(updates)
+        if "sampler_logp_gap" in updates[0]:
+            last["sampler_logp_gap"] = updates[0]["sampler_logp_gap"]
+        last.update(sync)
         last["step_seconds"] = time.perf_counter() - t0
         if g.updates_per_rollout > 1:
             for key in ("loss", "clip_fraction", "ratio_mean"):
@@ -312,15 +329,18 @@ def policy_update(s: Setup, cfg: TrainConfig, scored: list[Scored], image_id: in
     """One optimizer update over all of a step's rollouts (gradients accumulated prompt by prompt)."""
     from training.grpo_loss import grpo_loss
     from training.sampler import token_logps
+    from training.vllm_rollout import sampler_gap
 
     g = cfg.grpo
     s.optimizer.zero_grad(set_to_none=True)
-    losses, kls, clips, ratios = [], [], [], []
+    losses, kls, clips, ratios, gaps = [], [], [], [], []
     for item in scored:
         with s.autocast():
             logp = token_logps(s.model, item.rollout, image_id)
         if item.old_logp is None:
             item.old_logp = logp.detach()  # the pre-update policy: ratio exactly 1 on the first update
+            if item.rollout.sampler_logp is not None:
+                gaps.append(sampler_gap(item.old_logp, item.rollout.sampler_logp, item.rollout.completion_mask))
         loss, st = grpo_loss(logp, item.old_logp, item.ref_logp, item.advantages, item.rollout.completion_mask,
                              g.clip_eps, g.kl_coef)
         (loss / micro).backward()
@@ -331,8 +351,11 @@ def policy_update(s: Setup, cfg: TrainConfig, scored: list[Scored], image_id: in
     grad_norm = torch.nn.utils.clip_grad_norm_(s.model.parameters(), cfg.optim.max_grad_norm)
     s.optimizer.step()
     n = len(scored)
-    return {"loss": sum(losses) / n, "kl": sum(kls) / n, "clip_fraction": sum(clips) / n,
-            "ratio_mean": sum(ratios) / n, "grad_norm": float(grad_norm)}
+    out = {"loss": sum(losses) / n, "kl": sum(kls) / n, "clip_fraction": sum(clips) / n,
+           "ratio_mean": sum(ratios) / n, "grad_norm": float(grad_norm)}
+    if gaps:
+        out["sampler_logp_gap"] = sum(gaps) / len(gaps)
+    return out
 
 
 def rollout_data_config(cfg: TrainConfig, mix: str) -> Any:

@@ -2,8 +2,9 @@
 
 Generation uses transformers ``generate`` (CPU or GPU). One prompt's n samples share one image, so they are
 generated as ``num_return_sequences=n`` from a single unpadded prompt, which sidesteps left-padding rules of
-multimodal position ids. A vLLM backend is selected by ``grpo.backend: vllm`` and is only available where vLLM
-is installed (GPU hosts); this module refuses it clearly otherwise.
+multimodal position ids. ``grpo.backend: vllm`` samples through ``training.vllm_rollout`` instead (GPU hosts with
+vLLM installed; refused clearly elsewhere); both backends hand back the same ``Rollout`` via ``assemble``, and
+the log-probs the loss uses are always recomputed here by the policy itself.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ class Rollout:
     pixel_values: torch.Tensor
     image_grid_thw: torch.Tensor
     texts: list[str]
+    sampler_logp: torch.Tensor | None = None  # [n, T] log-probs the rollout engine reported (vLLM), for drift checks
 
 
 def check_backend(name: str) -> None:
@@ -37,15 +39,16 @@ def check_backend(name: str) -> None:
         try:
             import vllm  # noqa: F401
         except ImportError:
-            raise RuntimeError("grpo.backend is 'vllm' but vLLM is not installed here; use 'transformers'") from None
-        raise RuntimeError("the vLLM rollout backend is not implemented yet; use grpo.backend: transformers")
+            raise RuntimeError("grpo.backend is 'vllm' but vLLM is not installed here (it needs a CUDA host: "
+                               "pip install vllm); use grpo.backend: transformers") from None
+        return
     raise ValueError(f"grpo.backend: unknown backend {name!r} (transformers, vllm)")
 
 
 @torch.no_grad()
 def generate(model: Any, tok: Any, renderer: Renderer, r: Rendered, n: int, max_new_tokens: int,
              temperature: float, top_p: float, device: torch.device) -> Rollout:
-    ids = torch.tensor([tok(r.prompt, add_special_tokens=False)["input_ids"]], device=device)
+    ids = prompt_ids(tok, r, device)
     pv, thw = renderer.pixels(r.image)
     pv, thw = pv.to(device), thw.to(device)
     image_id = model.config.image_token_id
@@ -55,18 +58,32 @@ def generate(model: Any, tok: Any, renderer: Renderer, r: Rendered, n: int, max_
         num_return_sequences=n, max_new_tokens=max_new_tokens, pad_token_id=tok.pad_token_id,
         eos_token_id=tok.convert_tokens_to_ids("<|im_end|>"),
     )
-    p = ids.shape[1]
-    comp = out[:, p:]
+    comp = out[:, ids.shape[1]:]
+    return assemble(tok, r, ids, comp, torch.ones_like(comp, dtype=torch.bool), pv, thw)
+
+
+def prompt_ids(tok: Any, r: Rendered, device: torch.device) -> torch.Tensor:
+    """The rendered prompt (image placeholder already expanded) as a [1, P] id tensor."""
+    return torch.tensor([tok(r.prompt, add_special_tokens=False)["input_ids"]], device=device)
+
+
+def assemble(tok: Any, r: Rendered, ids: torch.Tensor, comp: torch.Tensor, valid: torch.Tensor, pv: torch.Tensor,
+             thw: torch.Tensor, sampler_logp: torch.Tensor | None = None) -> Rollout:
+    """A ``Rollout`` from a [1, P] prompt and [n, T] sampled ids (``valid`` marks real positions of ragged ones).
+
+    Each completion keeps its tokens up to and including the first end token; later positions become padding and
+    are masked out of the loss, whichever backend sampled them.
+    """
+    n, p = comp.shape[0], ids.shape[1]
     eos = tok.convert_tokens_to_ids("<|im_end|>")
-    # Keep tokens up to and including the first end token; later positions are padding.
     is_end = (comp == eos).int()
     after_end = (torch.cumsum(is_end, dim=1) - is_end) > 0
-    cmask = (~after_end).long()
+    cmask = (valid & ~after_end).long()
     comp = torch.where(cmask.bool(), comp, torch.full_like(comp, tok.pad_token_id))
     texts = tok.batch_decode(comp * cmask + (1 - cmask) * tok.pad_token_id, skip_special_tokens=True)
-    full = torch.cat([ids.expand(comp.shape[0], -1), comp], dim=1)
-    attn = torch.cat([torch.ones(comp.shape[0], p, dtype=torch.long, device=device), cmask], dim=1)
-    return Rollout(r, full, attn, cmask, p, pv.repeat(n, 1), thw.repeat(n, 1), texts)
+    full = torch.cat([ids.expand(n, -1), comp], dim=1)
+    attn = torch.cat([torch.ones(n, p, dtype=torch.long, device=ids.device), cmask], dim=1)
+    return Rollout(r, full, attn, cmask, p, pv.repeat(n, 1), thw.repeat(n, 1), texts, sampler_logp)
 
 
 def token_logps(model: Any, ro: Rollout, image_token_id: int) -> torch.Tensor:
