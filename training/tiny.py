@@ -1,4 +1,4 @@
-"""A tiny Qwen2-VL-class model directory, built offline, for tests, benchmarks and the README demo.
+"""A tiny Qwen2-VL or Qwen2.5-VL model directory, built offline, for tests, benchmarks and the README demo.
 
 Real weights are a path the user passes; nothing here downloads. To exercise the *real* loading path
 (``from_pretrained`` on a directory) without the hub we build every part locally:
@@ -7,7 +7,10 @@ Real weights are a path the user passes; nothing here downloads. To exercise the
   special tokens and single-digit pre-tokenization (as Qwen does, so coordinates are one token per digit);
 - the PIL image processor (``Qwen2VLImageProcessorPil``): transformers 5.x's default image and video processors
   need torchvision, which cannot be installed beside CPU torch;
-- a ``Qwen2VLForConditionalGeneration`` from a config with hidden size 64, 2 layers and a 1-layer vision tower.
+- a ``Qwen2VLForConditionalGeneration`` (or ``Qwen2_5_VLForConditionalGeneration``) from a config with hidden
+  size 64, 2 layers and a 1–2 layer vision tower. The two families differ where trajforge cares: Qwen2.5-VL's
+  vision tower uses windowed attention with a SwiGLU merger, and its coordinates are pixels on the resized image
+  rather than 0–1000, so both are built to test that convention end to end.
 
 ``load_model_and_processor`` is the one loader the trainer uses for tiny and real models alike.
 """
@@ -88,16 +91,32 @@ def build_tokenizer(vocab_size: int = 400) -> Any:
     return fast
 
 
-def tiny_config(tokenizer: Any, hidden: int = 64, layers: int = 2) -> Any:
-    """A Qwen2-VL config small enough to train on two CPU cores in seconds."""
-    from transformers import Qwen2VLConfig
+FAMILIES = ("qwen2_vl", "qwen2_5_vl")
 
+
+def _vision_config(family: str, hidden: int) -> dict[str, Any]:
+    common = {"patch_size": 14, "spatial_merge_size": 2, "temporal_patch_size": 2, "num_heads": 2}
+    if family == "qwen2_vl":
+        return {**common, "depth": 1, "embed_dim": 32, "hidden_size": hidden, "mlp_ratio": 2}
+    # Qwen2.5-VL: hidden_size is the tower's own width, out_hidden_size the language model's; one windowed block
+    # then one full-attention block, as the real tower alternates them.
+    return {**common, "depth": 2, "hidden_size": 32, "out_hidden_size": hidden, "intermediate_size": 64,
+            "fullatt_block_indexes": [1], "window_size": 112}
+
+
+def tiny_config(tokenizer: Any, hidden: int = 64, layers: int = 2, family: str = "qwen2_vl") -> Any:
+    """A Qwen2-VL / Qwen2.5-VL config small enough to train on two CPU cores in seconds."""
+    from transformers import Qwen2_5_VLConfig, Qwen2VLConfig
+
+    if family not in FAMILIES:
+        raise ValueError(f"unknown tiny model family {family!r} ({', '.join(FAMILIES)})")
     ids = {t: tokenizer.convert_tokens_to_ids(t) for t in QWEN_SPECIAL_TOKENS}
     heads = 4
     head_dim = hidden // heads
     half = head_dim // 2
     mrope = [half - 2 * (half // 3), half // 3, half // 3]  # temporal, height, width; sums to head_dim / 2
-    return Qwen2VLConfig(
+    cls = Qwen2VLConfig if family == "qwen2_vl" else Qwen2_5_VLConfig
+    return cls(
         text_config={
             "vocab_size": len(tokenizer),
             "hidden_size": hidden,
@@ -111,16 +130,7 @@ def tiny_config(tokenizer: Any, hidden: int = 64, layers: int = 2) -> Any:
             "eos_token_id": ids["<|im_end|>"],
             "pad_token_id": ids["<|endoftext|>"],
         },
-        vision_config={
-            "depth": 1,
-            "embed_dim": 32,
-            "hidden_size": hidden,
-            "num_heads": 2,
-            "mlp_ratio": 2,
-            "patch_size": 14,
-            "spatial_merge_size": 2,
-            "temporal_patch_size": 2,
-        },
+        vision_config=_vision_config(family, hidden),
         image_token_id=ids["<|image_pad|>"],
         video_token_id=ids["<|video_pad|>"],
         vision_start_token_id=ids["<|vision_start|>"],
@@ -128,22 +138,23 @@ def tiny_config(tokenizer: Any, hidden: int = 64, layers: int = 2) -> Any:
     )
 
 
-def make_tiny_model(out: str | Path, max_pixels: int = 112 * 112, seed: int = 0) -> Path:
+def make_tiny_model(out: str | Path, max_pixels: int = 112 * 112, seed: int = 0, family: str = "qwen2_vl") -> Path:
     """Write a complete tiny model directory (config, weights, tokenizer, image processor) to ``out``."""
-    from transformers import Qwen2VLForConditionalGeneration
+    from transformers import AutoModelForImageTextToText
     from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(seed)
     tokenizer = build_tokenizer()
-    model = Qwen2VLForConditionalGeneration(tiny_config(tokenizer))
+    model = AutoModelForImageTextToText.from_config(tiny_config(tokenizer, family=family))
     model.generation_config.eos_token_id = tokenizer.convert_tokens_to_ids("<|im_end|>")
     model.generation_config.pad_token_id = tokenizer.pad_token_id
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)
+    # Qwen2.5-VL uses Qwen2-VL's image processor unchanged (14-px patches, 2×2 merge).
     Qwen2VLImageProcessorPil(min_pixels=28 * 28, max_pixels=max_pixels).save_pretrained(out)
-    (out / "trajforge_model.json").write_text(json.dumps({"family": "qwen2_vl", "tiny": True}) + "\n")
+    (out / "trajforge_model.json").write_text(json.dumps({"family": family, "tiny": True}) + "\n")
     return out
 
 

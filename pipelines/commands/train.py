@@ -87,11 +87,17 @@ def register(app: typer.Typer) -> None:
         out: Path = typer.Option(..., "--out", help="Directory to write the tiny model into."),
         max_pixels: int = typer.Option(112 * 112, "--max-pixels", help="Image processor's max_pixels."),
         seed: int = typer.Option(0, "--seed", help="Weight initialization seed."),
+        family: str = typer.Option("qwen2_vl", "--family",
+                                   help="Model family: qwen2_vl (0-1000 coordinates) or qwen2_5_vl (pixels on the "
+                                        "resized image)."),
     ) -> None:
-        """Build a tiny Qwen2-VL-class model directory offline (for tests, benchmarks and the demo)."""
-        from training.tiny import make_tiny_model
+        """Build a tiny Qwen2-VL / Qwen2.5-VL model directory offline (for tests, benchmarks and the demo)."""
+        from training.tiny import FAMILIES, make_tiny_model
 
-        path = make_tiny_model(out, max_pixels=max_pixels, seed=seed)
+        if family not in FAMILIES:
+            Console().print(f"[red]--family:[/red] expected one of {', '.join(FAMILIES)}, got {family!r}")
+            raise typer.Exit(2)
+        path = make_tiny_model(out, max_pixels=max_pixels, seed=seed, family=family)
         Console().print(f"tiny model written to {path}")
 
     @app.command("eval")
