@@ -1,7 +1,8 @@
 """Training benchmarks on CPU with the tiny Qwen2-VL: input pipeline throughput vs a plain HF loop, step times.
 
-Prints ``BENCH input_samples_per_s``, ``BENCH hf_samples_per_s``, ``BENCH sft_step_s``, ``BENCH grpo_step_s``
-and, last, ``BENCH input_vs_hf=<ratio>`` (goal ≥ 1). Usage: ``python benchmarks/bench_train.py [--traj N]``.
+Prints ``BENCH input_samples_per_s``, ``BENCH hf_samples_per_s``, ``BENCH sft_step_s``, ``BENCH grpo_step_s``,
+``BENCH grpo_mu2_step_s`` (GRPO with ``updates_per_rollout: 2``) and, last, ``BENCH input_vs_hf=<ratio>``
+(goal ≥ 1). Usage: ``python benchmarks/bench_train.py [--traj N]``.
 """
 
 from __future__ import annotations
@@ -70,11 +71,16 @@ def main() -> None:
     t = time.perf_counter()
     train_grpo(tc, data, model_dir, tmp / "grpo", resume=False)
     grpo_step = (time.perf_counter() - t) / 2
+    tc.grpo.updates_per_rollout = 2  # μ = 2: the same rollouts, one more forward/backward/optimizer update
+    t = time.perf_counter()
+    train_grpo(tc, data, model_dir, tmp / "grpo-mu2", resume=False)
+    grpo_mu2_step = (time.perf_counter() - t) / 2
 
     print(f"BENCH input_samples_per_s={ours:.1f}")
     print(f"BENCH hf_samples_per_s={base:.1f}")
     print(f"BENCH sft_step_s={sft_step:.3f}")
     print(f"BENCH grpo_step_s={grpo_step:.3f}")
+    print(f"BENCH grpo_mu2_step_s={grpo_mu2_step:.3f}")
     print(f"BENCH input_vs_hf={ours / base:.2f}")
 
 
