@@ -159,6 +159,13 @@ def test_grpo_with_the_vllm_backend_samples_through_llm_generate_and_syncs_weigh
         torch.testing.assert_close(p, fin[name])
     assert any(not torch.equal(fin[k], st[k]) for k in fin)
 
+    # Resumed: a new engine starts from --model, so it must take the checkpoint's weights before sampling.
+    res = runner.invoke(app, ["train", "grpo", "--config", str(cfg), "--data", str(data), "--model",
+                              str(root / "tiny"), "--out", str(out), "--max-steps", "3", "--no-progress"])
+    assert res.exit_code == 0, res.output
+    assert len(FakeLLM.instances) == 2
+    assert read_metrics(out)[2]["step"] == 3 and read_metrics(out)[2]["sampler_logp_gap"] < 1e-4
+
 
 def test_prompt_expansion_disagreement_is_a_clear_error(env, fake_vllm):
     root, data = env
