@@ -170,3 +170,32 @@ def test_config_errors_name_the_key() -> None:
         parse_config(bad)
     with pytest.raises(ConfigError, match=r"budget\.max_stepz"):
         parse_config({**good, "budget": {"max_stepz": 3}})
+
+
+def test_greedy_policy_prefers_actions_likely_to_reach_new_states() -> None:
+    field_ = _w("q", "", "input[1]", role="textbox", clickable=False)
+    field_.element.editable = True
+    home = _screen(
+        "http://h/",
+        field_,
+        _w("ext", "Elsewhere", "a[1]", role="link", href="http://other.example/"),
+        _w("self", "Home", "a[2]", role="link", href="http://h/"),
+        _w("new", "Reports", "a[3]", role="link", href="http://h/reports"),
+    )
+    g = Graph()
+    sid = StateTable("app").assign(features(home, False))[0]
+    g.state(sid).location = "http://h/"
+    cands = candidates(home, with_back=False)
+    for c in cands:
+        g.offer(sid, c.key, c.group, c.target_key, c.action)
+    p = GreedyPolicy()
+    order = []
+    for _ in range(len(cands)):
+        d = p.choose(g, sid, cands)
+        assert d.kind == "act"
+        order.append(d.candidate.widget.element.resource_id)
+        g.record(sid, d.candidate.key, sid, d.candidate.type.value == "type")
+    # A link to a URL no state has comes first, typing (no new screen by itself) and a link to the page itself
+    # after it, and a link that leaves the app last.
+    assert order[0] == "new" and order[-1] == "ext"
+    assert set(order) == {"new", "q", "self", "ext"}
