@@ -24,6 +24,10 @@ def test_metrics_are_written_to_tensorboard_and_a_resume_replaces_steps_past_the
     acc.Reload()
     assert set(acc.Tags()["scalars"]) == {"loss", "examples"}  # lists stay in JSONL only
 
+    # An event file whose name sorts after any new one (same second, higher writer counter, or a clock step back)
+    # must not bring the abandoned steps back.
+    (old,) = (tmp_path / "tensorboard").glob("events.out.tfevents.*")
+    old.rename(old.with_name("events.out.tfevents.9999999999.host.999.99"))
     # Killed after step 4, resumed from the step-2 checkpoint: steps 3.. are logged again with new values.
     m = MetricsLog(tmp_path, resume_step=2)
     for step in range(3, 6):

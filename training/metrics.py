@@ -2,10 +2,12 @@
 
 JSONL because every tool reads it (pandas, DuckDB, ``jq``); TensorBoard because trainers watch curves live
 (``tensorboard --logdir <out>/tensorboard``). On resume, JSONL lines past the checkpoint's step are dropped
-first and the TensorBoard writer is opened with ``purge_step`` = checkpoint step + 1, so a killed-and-resumed run
-shows each step exactly once in both. Numeric values become scalars; lists (per-update GRPO values) stay in JSONL.
-TensorBoard needs the ``tensorboard`` package (pinned in requirements.txt); where it is missing, or
-``run.tensorboard`` is false, only JSONL is written and a warning says so.
+first and the event files are rebuilt from the JSONL that remains, so a killed-and-resumed run shows each step
+exactly once in both. (TensorBoard's own ``purge_step`` was not enough: it relies on event files sorting by name,
+and two writers opened within one second in one process can sort the wrong way round.) Numeric values become
+scalars; lists (per-update GRPO values) stay in JSONL. TensorBoard needs the ``tensorboard`` package (pinned in
+requirements.txt); where it is missing, or ``run.tensorboard`` is false, only JSONL is written (with a warning
+when it is missing).
 """
 
 from __future__ import annotations
@@ -37,16 +39,25 @@ class MetricsLog:
             except ImportError:
                 log.warning("tensorboard is not installed: metrics go to %s only", self.path)
             else:
-                self.tb = SummaryWriter(str(out / "tensorboard"), purge_step=resume_step + 1)
+                tb_dir = out / "tensorboard"
+                for old in tb_dir.glob("events.out.tfevents.*"):
+                    old.unlink()
+                self.tb = SummaryWriter(str(tb_dir))
+                for line in kept:
+                    rec = json.loads(line)
+                    self._scalars(rec.pop("step"), rec)
 
     def log(self, step: int, values: dict[str, Any]) -> None:
         with self.path.open("a", encoding="utf-8") as f:
             f.write(json.dumps({"step": step, **values}) + "\n")
         if self.tb is not None:
-            for k, v in values.items():
-                if isinstance(v, int | float):
-                    self.tb.add_scalar(k, v, step)
+            self._scalars(step, values)
             self.tb.flush()  # so a live TensorBoard (and a killed run) sees every logged step
+
+    def _scalars(self, step: int, values: dict[str, Any]) -> None:
+        for k, v in values.items():
+            if isinstance(v, int | float):
+                self.tb.add_scalar(k, v, step)
 
     def close(self) -> None:
         if self.tb is not None:
