@@ -29,3 +29,15 @@ def test_a_plain_click_answer_does_not_pass_for_a_right_click_edge():
         assert exc.reason == "action_type_mismatch"
     else:
         raise AssertionError("a Click answer was accepted for a right-click edge")
+
+
+def test_sampled_paths_never_use_history_dependent_back_edges():
+    from test_synth_toygraph import notes_graph
+
+    from pipelines.synthesis.paths import PathConfig, sample_paths
+
+    g = notes_graph()
+    assert any(e.action.type == "navigate_back" for es in g.out.values() for e in es), "toy graph has a back edge"
+    paths = sample_paths(g, PathConfig(walks=50, seed=3))
+    assert paths
+    assert all(e.action.type != "navigate_back" for p in paths for e in p.edges)

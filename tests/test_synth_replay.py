@@ -26,7 +26,7 @@ from pipelines.synthesis.accounting import Usage
 from pipelines.synthesis.backends.offline import OfflineBackend
 from pipelines.synthesis.execute import CallExecutor
 from pipelines.synthesis.graph_input import load_graphs
-from pipelines.synthesis.paths import GraphPath, complete_forms, path_to, shortest_tree
+from pipelines.synthesis.paths import GraphPath, complete_forms, path_edge, path_to, shortest_tree
 from pipelines.synthesis.prompts import load_prompts
 from pipelines.synthesis.runner import SynthConfig, synthesize_graph
 from pipelines.synthesis.verify.replay import ExplorerReplayer, StateIndex
@@ -83,7 +83,7 @@ def test_every_offline_task_replays_and_accepted_actions_reach_the_same_state(
     g = graphs["demo-notes"]
     index = StateIndex(graphs.values())
     pred = shortest_tree(g, g.entry)
-    groups = [[e for e in g.out[src] if e.to_state == dst] for src in sorted(g.out)
+    groups = [[e for e in g.out[src] if e.to_state == dst and path_edge(e)] for src in sorted(g.out)
               if path_to(pred, g.entry, src) is not None for dst in sorted({e.to_state for e in g.out[src]})]
     group = next(es for es in groups if len({e.action.target_element_id for e in es}) > 1)
     path = GraphPath(g.app_id, complete_forms(g, [*path_to(pred, g.entry, group[0].from_state), group[0]]), "goal")
@@ -98,7 +98,7 @@ def test_every_offline_task_replays_and_accepted_actions_reach_the_same_state(
         *traj.steps[:-1], last.model_copy(update={"action": alt})]}) for i, alt in enumerate(last.accepted_actions)]
     apps = {a.id: a for a in parse_config(yaml.safe_load(cfg_path.read_text())).apps}
     replayed = ExplorerReplayer(chromedriver_url, apps=apps)(variants, index)
-    assert [v.verification for v in replayed] == [Verification.REPLAYED] * len(variants)
+    assert [v.verification for v in replayed] == [Verification.REPLAYED] * len(variants), [v.scores for v in replayed]
 
     # A corrupted trajectory (its last tap moved to an empty corner, so nothing happens) must fail replay there.
     t = next(t for t in trajs if len(t.steps) >= 2 and not t.scores.get("recovery"))

@@ -83,6 +83,19 @@ def is_commit(graph: AppGraph, edge: Transition) -> bool:
     return bool(COMMIT_WORDS.search(label))
 
 
+# Where these lead depends on how the screen was reached (the browser's or the activity stack's history), not
+# on the screen: "back" from Settings went to the edit form in the crawl, but goes to the notes list at the end
+# of a synthesized path that reached Settings another way. Sampled paths never use them (a back that returns
+# to the previous screen would be a cycle, which no sampler builds); recovery samples add back steps
+# deliberately, where the history is known.
+HISTORY_DEPENDENT = {ActionType.NAVIGATE_BACK}
+
+
+def path_edge(e: Transition) -> bool:
+    """Whether an edge means the same thing wherever it appears in a path."""
+    return ActionType(e.action.type) not in HISTORY_DEPENDENT
+
+
 def shortest_tree(graph: AppGraph, source: str) -> dict[str, Transition]:
     """BFS predecessor edges from ``source`` (edges visited in id order, so ties break deterministically)."""
     pred: dict[str, Transition] = {}
@@ -91,7 +104,7 @@ def shortest_tree(graph: AppGraph, source: str) -> dict[str, Transition]:
     while queue:
         u = queue.popleft()
         for e in graph.out.get(u, []):
-            if e.to_state not in seen:
+            if e.to_state not in seen and path_edge(e):
                 seen.add(e.to_state)
                 pred[e.to_state] = e
                 queue.append(e.to_state)
@@ -155,7 +168,7 @@ def goal_paths(graph: AppGraph) -> list[GraphPath]:
         if prefix is None:
             continue
         for e in graph.out[state]:
-            if is_commit(graph, e):
+            if is_commit(graph, e) and path_edge(e):
                 paths.append(GraphPath(graph.app_id, (*prefix, e), "goal"))
     return paths
 
@@ -167,7 +180,7 @@ def random_walks(graph: AppGraph, n: int, length: int, seed: int) -> list[GraphP
     for _ in range(n):
         node, visited, edges = graph.entry, {graph.entry}, []
         for _ in range(length):
-            options = [e for e in graph.out.get(node, []) if e.to_state not in visited]
+            options = [e for e in graph.out.get(node, []) if e.to_state not in visited and path_edge(e)]
             if not options:
                 break
             e = rng.choice(options)

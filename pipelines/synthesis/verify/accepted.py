@@ -10,6 +10,7 @@ is executable on the image the step shows; an alternative whose element is not o
 from __future__ import annotations
 
 from pipelines.synthesis.graph_input import AppGraph
+from pipelines.synthesis.paths import path_edge
 from schemas import Action, ActionType, Observation, Transition
 
 POINTED = {ActionType.CLICK, ActionType.LONG_PRESS}
@@ -41,7 +42,7 @@ def accepted_actions(graph: AppGraph, edge: Transition, obs: Observation) -> lis
     out: list[Action] = []
     for alt in graph.parallel_edges(edge):
         key = _identity(alt.action)
-        if key in seen:
+        if key in seen or not path_edge(alt):  # a back's target depends on history, not on this screen
             continue
         action = alt.action if alt.from_observation_id == obs.id else reanchor(alt.action, obs)
         if action is not None:
