@@ -31,6 +31,10 @@ KEYS = {"enter": Keys.ENTER, "tab": Keys.TAB, "escape": Keys.ESCAPE, "backspace"
         "space": Keys.SPACE, "down": Keys.ARROW_DOWN, "up": Keys.ARROW_UP}
 
 
+# W3C pointer button numbers.
+MOUSE_BUTTONS = {"left": 0, "middle": 1, "right": 2}
+
+
 class SessionLost(RuntimeError):
     """The WebDriver session (or its browser/device) is gone; the crawler must start a new one."""
 
@@ -151,6 +155,27 @@ class Device:
 
         self._guard(go)
 
+    def mouse_click(self, x: float, y: float, button: str = "left", clicks: int = 1) -> None:
+        """A desktop mouse click (right / middle button, double / triple click): a mouse pointer, not a finger."""
+        code = MOUSE_BUTTONS[button]
+
+        def go() -> None:
+            b = ActionBuilder(self.driver, mouse=PointerInput(interaction.POINTER_MOUSE, "mouse"), duration=0)
+            b.pointer_action.move_to_location(*self._pt(x, y))
+            for _ in range(clicks):
+                b.pointer_action.pointer_down(button=code).pointer_up(button=code)
+            b.perform()
+
+        self._guard(go)
+
+    def hover(self, x: float, y: float) -> None:
+        def go() -> None:
+            b = ActionBuilder(self.driver, mouse=PointerInput(interaction.POINTER_MOUSE, "mouse"), duration=0)
+            b.pointer_action.move_to_location(*self._pt(x, y))
+            b.perform()
+
+        self._guard(go)
+
     def long_press(self, x: float, y: float, ms: int = LONG_PRESS_MS) -> None:
         def go() -> None:
             b = self._pointer()
@@ -198,8 +223,14 @@ class Device:
     def perform(self, action: Action, widget: Widget | None = None) -> None:
         """Execute a schema ``Action`` (what the graph records is exactly what was done)."""
         t = ActionType(action.type)
-        if t is ActionType.CLICK:
+        if t is ActionType.CLICK and (action.button or action.clicks):
+            if not action.valid_on(self.adapter.platform):
+                raise ValueError(f"a {action.full_type} cannot be executed on {self.adapter.platform}")
+            self.mouse_click(action.x, action.y, action.button or "left", action.clicks or 1)
+        elif t is ActionType.CLICK:
             self.tap(action.x, action.y)
+        elif t is ActionType.HOVER:
+            self.hover(action.x, action.y)
         elif t is ActionType.LONG_PRESS:
             self.long_press(action.x, action.y, action.duration_ms or LONG_PRESS_MS)
         elif t is ActionType.SWIPE and action.x2 is not None:

@@ -188,12 +188,17 @@ function __tfSettle(quietMs, timeoutMs, staleMs, done) {
     } catch (e) {}
     return n;
   }
+  // An animation's end is itself an event: transitionend / animationend handlers run a frame after the
+  // animation stops, so the quiet window restarts when the last running animation was seen.
+  let lastAnim = t0;
   function check() {
     const now = performance.now();
+    const anim = animating();
+    if (anim) lastAnim = now;
     const ready = document.readyState === 'complete';
-    const quiet = now - Math.max(window.__tfLast, t0) >= quietMs;
+    const quiet = now - Math.max(window.__tfLast, t0, lastAnim) >= quietMs;
     const painted = framed || now - t0 >= 100;
-    if (ready && quiet && painted && !pending(now) && !animating()) {
+    if (ready && quiet && painted && !pending(now) && !anim) {
       done({stable: true, waited: now - t0, fresh: fresh});
       return;
     }

@@ -34,6 +34,13 @@ PAGES = {
         const t = setInterval(() => { p.textContent = 'loading ' + (++n); if (n === 8) {
         clearInterval(t); location.href = '/landed'; } }, 20)">Go</button><p id=prog>idle</p>""",
     "/landed": "<h1>Landed page</h1>",
+    # Records every mouse event the target receives, for the desktop click variants.
+    "/mouse": """<div id=go style="width:200px;height:100px;background:#ccc">target</div><p id=log></p><script>
+        const log = []; const t = document.getElementById('go');
+        for (const k of ['click', 'dblclick', 'contextmenu', 'auxclick', 'mouseover']) {
+          t.addEventListener(k, e => { log.push(k + ':' + e.button); if (k === 'contextmenu') e.preventDefault(); });
+        }
+        window.__log = log;</script>""",
     # An endless spinner: an infinite animation is not "still settling".
     "/spinner": """<style>@keyframes s{to{transform:rotate(360deg)}}
         #sp{width:30px;height:30px;border:3px solid #000;animation:s 1s linear infinite}</style>
@@ -119,3 +126,37 @@ def test_an_endless_spinner_does_not_hold_the_wait_to_its_timeout(device: Opened
     settled, screen = device.settle_and_capture()
     assert settled.stable and settled.waited_s < 1.5
     assert "tapped" in _texts(screen)
+
+
+@pytest.mark.parametrize(
+    ("fields", "expected"),
+    [
+        ({"button": "right"}, ["contextmenu:2", "auxclick:2"]),
+        ({"clicks": 2}, ["click:0", "click:0", "dblclick:0"]),
+        ({"button": "middle"}, ["auxclick:1"]),
+    ],
+)
+def test_desktop_click_variants_reach_the_page_as_mouse_events(
+    device: OpenedDevice, pages_url: str, fields: dict, expected: list[str]
+) -> None:
+    from schemas import Action
+
+    device.open(pages_url + "/mouse")
+    device.settle()
+    x, y = locate(device, "#go")
+    w, h = device.capture().width, device.capture().height
+    device.perform(Action(type="click", x=x, y=y, image_width=w, image_height=h, **fields))
+    log = [e for e in device.driver.execute_script("return window.__log") if not e.startswith("mouseover")]
+    assert log == expected
+
+
+def test_hover_moves_the_mouse_without_pressing(device: OpenedDevice, pages_url: str) -> None:
+    from schemas import Action
+
+    device.open(pages_url + "/mouse")
+    device.settle()
+    x, y = locate(device, "#go")
+    w, h = device.capture().width, device.capture().height
+    device.perform(Action(type="hover", x=x, y=y, image_width=w, image_height=h))
+    log = device.driver.execute_script("return window.__log")
+    assert "mouseover:0" in log and not any(e.startswith(("click", "contextmenu")) for e in log)
