@@ -138,3 +138,16 @@ def test_failing_output_expectations_fail_the_run_and_publish_nothing(corpus, tm
     with pytest.raises(ExpectationsFailed, match=r"expect_column_values_to_be_between\(image_width\)"):
         curate(cfg)
     assert versions(tmp_path) == [] and not list(tmp_path.glob(".staging-*"))
+
+
+def test_all_rejected_input_still_publishes_a_readable_empty_version(tmp_path):
+    import pandas as pd
+
+    src = tmp_path / "bad.jsonl"
+    src.write_text('{"id": "t1", "steps": []}\nnot json\n{"id": "t3", "task": 5}\n')
+    result = curate(CurateConfig(inputs=[src], out=tmp_path / "out", instruction_dedupe="off"))
+    assert result.manifest["totals"]["samples_kept"] == 0
+    df = pd.read_parquet(result.version_dir / "data")
+    assert len(df) == 0 and "action" in df.columns
+    rejected = sum(pq.read_table(f).num_rows for f in (result.version_dir / "rejects").glob("*.parquet"))
+    assert rejected == 3

@@ -29,7 +29,8 @@ from pipelines.curation.manifest import build_manifest
 from pipelines.curation.progress import PROGRESS_DIR, ProgressPoller
 from pipelines.curation.read import ReadTrajectories
 from pipelines.curation.runners import quiet_beam, runner_and_options
-from pipelines.curation.write import DATA_DIR, WriteRejects, WriteShards, WriteStats
+from pipelines.curation.write import DATA_DIR, WriteRejects, WriteShards, WriteStats, atomic_parquet, shard_name
+from schemas.arrow import SAMPLE_SCHEMA
 
 
 @dataclasses.dataclass
@@ -73,6 +74,12 @@ def _config_dict(cfg: CurateConfig) -> dict[str, Any]:
     return d
 
 
+def _empty_shard(data_dir: Path) -> Path:
+    path = data_dir / shard_name("shard", 0, 1)
+    atomic_parquet(path, SAMPLE_SCHEMA, [], row_group_rows=1)
+    return path
+
+
 def curate(cfg: CurateConfig, status: Callable[[str], None] = lambda _: None,
            progress: Callable[[dict[str, int]], None] | None = None) -> CurateResult:
     """Run the pipeline into a private staging directory; validate, document and publish it as ``OUT/vNNNN``.
@@ -95,6 +102,9 @@ def curate(cfg: CurateConfig, status: Callable[[str], None] = lambda _: None,
             build(p, cfg, staging, run_time, str(progress_dir) if progress else None)
         status("checking the output expectations")
         shards = sorted((staging / DATA_DIR).glob("*.parquet"))
+        if not shards:
+            # Everything was rejected: still publish a readable (empty) shard, so `data/` loads in every reader.
+            shards = [_empty_shard(staging / DATA_DIR)]
         validate_shards(shards, staging / "expectations.json", cfg.max_image_side, cfg.embed_images)
         status("writing manifest and dataset card")
         run = {"started": run_time.isoformat(), "runner": cfg.runner}
