@@ -21,12 +21,12 @@ from typing import Any
 from pipelines.importers import building
 from pipelines.importers.base import (
     BAD_VALUE,
-    EPISODE_INCOMPLETE,
     UNKNOWN_ACTION,
     Bad,
     ImportContext,
     Importer,
     SourceRecord,
+    ordered_steps,
     require,
 )
 from pipelines.importers.convention import Coords, to_pixels
@@ -113,15 +113,12 @@ class AitwImporter(Importer):
     def convert(self, rec: SourceRecord, ctx: ImportContext) -> Trajectory:
         where = f"episode {rec.key} ({rec.location})"
         rows: list[dict[str, Any]] = rec.data
-        try:
-            rows = sorted(rows, key=lambda r: int(r.get("step_id")))
-        except (TypeError, ValueError):
-            raise Bad(BAD_VALUE, f"{where}: a step_id is missing or not an integer") from None
-        ids = [int(r["step_id"]) for r in rows]
         declared = rows[0].get("episode_length")
-        expected = int(declared) if declared is not None else len(rows)
-        if ids != list(range(expected)):
-            raise Bad(EPISODE_INCOMPLETE, f"{where}: step ids {ids} but episode_length {expected}")
+        try:
+            expected = int(declared) if declared is not None else None
+        except (TypeError, ValueError):
+            raise Bad(BAD_VALUE, f"{where}: episode_length {declared!r} is not an integer") from None
+        rows = ordered_steps(rows, "step_id", where, expected)
         goal = require(rows[0], "goal_info", where)
         activity = str(rows[0].get("current_activity") or "")
         app_id = activity.split("/", 1)[0] if activity else "android:unknown"

@@ -108,6 +108,24 @@ def require(data: dict[str, Any], key: str, where: str) -> Any:
     return value
 
 
+def ordered_steps(rows: list[dict[str, Any]], index_key: str, where: str,
+                  expected: int | None = None) -> list[dict[str, Any]]:
+    """Step rows sorted by their integer ``index_key``, which must run 0..n-1 with no gap or repeat.
+
+    Per-step sources (AITW, Mind2Web) number their steps; a gap means a lost step, and a trajectory missing a
+    step would teach an impossible transition, so the episode is refused rather than stitched together.
+    """
+    try:
+        rows = sorted(rows, key=lambda r: int(r.get(index_key)))
+    except (TypeError, ValueError):
+        raise Bad(BAD_VALUE, f"{where}: a {index_key} is missing or not an integer") from None
+    ids = [int(r[index_key]) for r in rows]
+    n = len(rows) if expected is None else expected
+    if ids != list(range(n)):
+        raise Bad(EPISODE_INCOMPLETE, f"{where}: {index_key} values {ids} are not 0..{n - 1}")
+    return rows
+
+
 def first_of(data: dict[str, Any], keys: tuple[str, ...]) -> Any:
     """The value of the first present key, for sources that spell one field several ways."""
     for k in keys:

@@ -17,13 +17,13 @@ from typing import Any
 from pipelines.importers import building
 from pipelines.importers.base import (
     BAD_VALUE,
-    EPISODE_INCOMPLETE,
     TARGET_MISSING,
     UNKNOWN_ACTION,
     Bad,
     ImportContext,
     Importer,
     SourceRecord,
+    ordered_steps,
     require,
 )
 from pipelines.importers.convention import check_bbox
@@ -77,14 +77,7 @@ class Mind2WebImporter(Importer):
 
     def convert(self, rec: SourceRecord, ctx: ImportContext) -> Trajectory:
         where = f"task {rec.key} ({rec.location})"
-        rows: list[dict[str, Any]] = rec.data
-        try:
-            rows = sorted(rows, key=lambda r: int(r.get("target_action_index")))
-        except (TypeError, ValueError):
-            raise Bad(BAD_VALUE, f"{where}: a target_action_index is missing or not an integer") from None
-        ids = [int(r["target_action_index"]) for r in rows]
-        if ids != list(range(len(rows))):
-            raise Bad(EPISODE_INCOMPLETE, f"{where}: action indices {ids} are not 0..{len(rows) - 1}")
+        rows = ordered_steps(rec.data, "target_action_index", where)
         task = require(rows[0], "confirmed_task", where)
         website = str(rows[0].get("website") or "web:unknown")
         steps, uids = [], []
