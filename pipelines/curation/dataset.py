@@ -22,6 +22,8 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
+from pipelines.processes import alive
+
 VERSION_RE = re.compile(r"^v(\d{4,})$")
 
 
@@ -30,16 +32,6 @@ def versions(out: Path) -> list[Path]:
         return []
     found = [(int(m.group(1)), p) for p in out.iterdir() if (m := VERSION_RE.match(p.name)) and p.is_dir()]
     return [p for _, p in sorted(found)]
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def clean_stale_staging(out: Path) -> list[Path]:
@@ -53,7 +45,7 @@ def clean_stale_staging(out: Path) -> list[Path]:
             pid = int(pid_file.read_text().strip())
         except (OSError, ValueError):
             pid = -1
-        if pid <= 0 or not _alive(pid):
+        if pid <= 0 or not alive(pid, None):
             shutil.rmtree(p, ignore_errors=True)
             removed.append(p)
     return removed

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pipelines.processes import alive, process_start
+
 
 class LockHeld(RuntimeError):
     """Another live run owns the workspace."""
@@ -26,34 +28,6 @@ class LockHeld(RuntimeError):
         self.owner = owner
         super().__init__(f"another nightly run holds {path}: pid {owner.get('pid')} on {owner.get('host')}, "
                          f"run {owner.get('run_id') or '?'}, since {owner.get('since')}")
-
-
-def process_start(pid: int) -> str | None:
-    """The kernel's start time of ``pid`` (clock ticks since boot), or None if there is no such process."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None if not _exists(pid) else ""
-    fields = stat.rsplit(")", 1)[1].split()
-    return None if fields[0] in ("Z", "X") else fields[19]  # a zombie has finished running
-
-
-def _exists(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def alive(pid: int, start: str | None) -> bool:
-    """Is the process that wrote (pid, start) still running (and not a newer process with a reused pid)?"""
-    now = process_start(pid)
-    if now is None:
-        return False
-    return not start or not now or now == start
 
 
 @dataclass

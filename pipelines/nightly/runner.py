@@ -20,11 +20,12 @@ from pipelines.nightly.config import Loaded
 from pipelines.nightly.context import RunContext, StageFailed
 from pipelines.nightly.exitcodes import Exit
 from pipelines.nightly.ledger import STAGES, RunState
-from pipelines.nightly.lock import Lock, LockHeld, alive
+from pipelines.nightly.lock import Lock, LockHeld
 from pipelines.nightly.reaper import Children
 from pipelines.nightly.runlog import RunLog
 from pipelines.nightly.stages import MODULES
 from pipelines.nightly.stages.publish import current_version
+from pipelines.processes import alive
 
 
 @dataclass
