@@ -20,6 +20,7 @@ from rich.console import Console
 from rich.table import Table
 
 from explorers.demo_app.crawl_config import APP_ID, app_config
+from pipelines.nightly.atomic import point_symlink
 
 
 @dataclass
@@ -100,7 +101,7 @@ def run_demo(settings: DemoSettings, console: Console | None = None) -> DemoRepo
     console.rule("3/4 curate with Apache Beam (DirectRunner)")
     curated, secs = _timed(lambda: _curate(out, graph_dir))
     totals = curated.manifest["totals"]
-    _point_current(out / "dataset", curated.version_dir)
+    point_symlink(out / "dataset" / "current", curated.version_dir.name)  # the nightly job's atomic switch
     report.add("curate", secs, samples_in=totals["samples_in"], samples_kept=totals["samples_kept"],
                output=str(curated.version_dir))
 
@@ -142,15 +143,6 @@ def _curate(out: Path, graph_dir: Path) -> Any:
     cfg = CurateConfig(inputs=[out / "synth" / "trajectories.parquet"], out=out / "dataset",
                        blobs=str(graph_dir / "blobs"), rows_per_shard=500)
     return curate(cfg)
-
-
-def _point_current(dataset: Path, version_dir: Path) -> None:
-    """``dataset/current`` → the newest version, switched atomically (symlink replaced by rename)."""
-    tmp = dataset / ".current.tmp"
-    if tmp.is_symlink() or tmp.exists():
-        tmp.unlink()
-    tmp.symlink_to(version_dir.name)
-    tmp.replace(dataset / "current")
 
 
 def _train(out: Path, data: Path, settings: DemoSettings) -> dict[str, Any]:
