@@ -1,7 +1,8 @@
 """The Android adapter (Appium UiAutomator2): page-source XML, activity as location, key events.
 
 Not exercised against a real device on this machine (no emulator): the XML parsing it relies on is tested on
-fixtures, and the W3C gestures are the same ones the web adapter uses against real browsers.
+fixtures, and the whole adapter runs through a real Appium server on Appium's fake driver, which serves a
+UiAutomator2 page source and logs the W3C gestures it receives (tests/test_android_fake_driver.py).
 """
 
 from __future__ import annotations
@@ -9,13 +10,30 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+from selenium.common.exceptions import WebDriverException
+
 from explorers.android_xml import parse_uiautomator_xml
-from explorers.device import png_size
+from explorers.device import is_session_death, png_size
 from explorers.screen import Screen
 from schemas import Platform
 
 KEYCODE_HOME = 3
 KEYCODE_BACK = 4
+
+
+def _optional(driver: Any, name: str) -> str:
+    """A driver property that only adds detail to a capture (``current_package``, ``current_activity``).
+
+    appium-python-client reads both through ``mobile:`` execute methods that not every Appium driver has; a driver
+    without one answers with an error, which must not fail the capture (the page source already named the
+    package when it has app windows). A dead session still raises, so the crawler opens a new one.
+    """
+    try:
+        return str(getattr(driver, name) or "")
+    except WebDriverException as exc:
+        if is_session_death(exc):
+            raise
+        return ""
 
 
 class AndroidAdapter:
@@ -26,11 +44,8 @@ class AndroidAdapter:
         png = driver.get_screenshot_as_png()
         width, height = png_size(png)
         tree = parse_uiautomator_xml(xml, width, height)
-        package = tree.package or getattr(driver, "current_package", "") or ""
-        try:
-            activity = driver.current_activity or ""
-        except Exception:
-            activity = ""
+        package = tree.package or _optional(driver, "current_package")
+        activity = _optional(driver, "current_activity")
         return Screen(
             platform=Platform.ANDROID,
             location=f"{package}/{activity}" if activity else package,

@@ -25,6 +25,10 @@ APPIUM_DIR="$REPO_ROOT/tools/appium"
 export APPIUM_HOME="$APPIUM_DIR/.appium"
 CHROMIUM_DRIVER_PKG="appium-chromium-driver"
 CHROMIUM_DRIVER_VERSION="3.1.1"
+# Appium's own fake driver: serves a UiAutomator2-style XML file as an "app", so the Android adapter is tested
+# through a real Appium server without an Android device (tests/test_android_fake_driver.py).
+FAKE_DRIVER_PKG="@appium/fake-driver"
+FAKE_DRIVER_VERSION="6.2.4"
 NODE_MIN_MAJOR=20
 NODE_MIN_MINOR=19
 
@@ -116,7 +120,8 @@ else
 fi
 
 # ---------------------------------------------------------------------------------------------------
-# 3. Appium server (tools/appium/node_modules) and its Chromium driver (tools/appium/.appium).
+# 3. Appium server (tools/appium/node_modules) and its drivers (tools/appium/.appium): Chromium, and the
+#    fake driver that stands in for an Android device in tests.
 # ---------------------------------------------------------------------------------------------------
 node_ok=0
 if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then
@@ -147,23 +152,33 @@ if ((node_ok)); then
     fi
 
     APPIUM_BIN="$APPIUM_DIR/node_modules/.bin/appium"
-    installed_version="$(
-        "$APPIUM_BIN" driver list --installed --json 2>/dev/null | node -e '
+    # One listing for all drivers (each `appium driver list` costs about a second).
+    installed_drivers="$("$APPIUM_BIN" driver list --installed --json 2>/dev/null || true)"
+    # Installed version of the driver listed under $1 (chromium, fake), or "" when it is not installed.
+    installed_driver_version() {
+        printf '%s' "$installed_drivers" | node -e '
             let s = ""; process.stdin.on("data", (d) => (s += d)).on("end", () => {
-                try { const d = JSON.parse(s).chromium; process.stdout.write(d && d.installed ? d.version : ""); }
+                try { const d = JSON.parse(s)[process.argv[1]]; process.stdout.write(d && d.installed ? d.version : ""); }
                 catch { process.stdout.write(""); }
-            });'
-    )"
-    if [[ "$installed_version" == "$CHROMIUM_DRIVER_VERSION" ]]; then
-        log "appium chromium driver $CHROMIUM_DRIVER_VERSION installed"
-    else
-        if [[ -n "$installed_version" ]]; then
-            log "replacing appium chromium driver $installed_version"
-            "$APPIUM_BIN" driver uninstall chromium
+            });' "$1"
+    }
+    # ensure_driver NAME NPM_PACKAGE VERSION: install the pinned version, replacing any other installed one.
+    ensure_driver() {
+        local name="$1" pkg="$2" want="$3" have
+        have="$(installed_driver_version "$name")"
+        if [[ "$have" == "$want" ]]; then
+            log "appium $name driver $want installed"
+            return
         fi
-        log "installing appium chromium driver $CHROMIUM_DRIVER_VERSION into $APPIUM_HOME"
-        "$APPIUM_BIN" driver install --source=npm "$CHROMIUM_DRIVER_PKG@$CHROMIUM_DRIVER_VERSION"
-    fi
+        if [[ -n "$have" ]]; then
+            log "replacing appium $name driver $have"
+            "$APPIUM_BIN" driver uninstall "$name"
+        fi
+        log "installing appium $name driver $want into $APPIUM_HOME"
+        "$APPIUM_BIN" driver install --source=npm "$pkg@$want"
+    }
+    ensure_driver chromium "$CHROMIUM_DRIVER_PKG" "$CHROMIUM_DRIVER_VERSION"
+    ensure_driver fake "$FAKE_DRIVER_PKG" "$FAKE_DRIVER_VERSION"
 fi
 
 # ---------------------------------------------------------------------------------------------------
