@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Bring a checkout to a runnable state: system browser + chromedriver, the Python virtualenv,
-# and the repo-local Appium server with its Chromium driver.
+# and the repo-local Appium server with its Chromium driver and fake driver (Android stand-in for tests).
 #
 # Idempotent by design: every step first checks whether its result is already there (binaries on
 # disk, sha256 stamps of requirements.txt / pyproject.toml / package-lock.json, the installed-driver
