@@ -2,7 +2,11 @@
 
 1. ``states_vs_random`` — distinct states found with the same action budget by the greedy policy vs the
    uniform-random baseline (both under the same safety guard), per app; the figure is the geometric mean of the
-   per-app ratios, so each app counts once; only states on the app's own host count. Both crawls are counted
+   per-app ratios, so each app counts once; only states on the app's own host count. The budget defaults to a
+   crawl job's default ``budget.max_steps`` (200): the first few dozen actions of any policy mostly reach new
+   screens, so a short budget measures the opening, not the exploration a nightly job pays for. Each crawl gets
+   its own fresh instance of the app (a crawl that creates notes or bills must not hand the other policy a
+   different app), and the two policies crawl at the same time on the two chromedrivers. Both crawls are counted
    with one abstraction: the dynamic regions (clocks, banners) learned by *either* crawl are masked in both,
    so a crawl that revisits less (and so learns fewer masks) is not credited with clock variants as states.
    Apps: the bundled demo app,
@@ -27,6 +31,7 @@ import random
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -68,7 +73,7 @@ def _config(out: Path, devices: list[str], apps: list[dict[str, Any]], steps: in
         "run_id": "bench", "output": str(out), "policy": policy, "seed": 7,
         "devices": [{"name": f"d{i}", "url": u} for i, u in enumerate(devices)],
         "apps": apps, "matrix": matrix or {"profiles": ["desktop"]},
-        "budget": {"max_steps": steps, "max_seconds": 600, "max_restarts": 50},
+        "budget": {"max_steps": steps, "max_seconds": 1200, "max_restarts": steps},
     })
 
 
@@ -100,12 +105,15 @@ def _observations(out: Path, app_id: str) -> tuple[list[tuple[str, Features]], s
     return seen, mask
 
 
-def common_counts(outs: dict[str, Path], app: dict[str, Any]) -> dict[str, int]:
-    """Distinct in-app states per crawl under one shared abstraction (the union of all crawls' learned masks)."""
-    host = urlsplit(app["entry"]).hostname
-    logged = {name: _observations(out, app["id"]) for name, out in outs.items()}
+def common_counts(outs: dict[str, Path], apps: dict[str, dict[str, Any]]) -> dict[str, int]:
+    """Distinct in-app states per crawl under one shared abstraction (the union of all crawls' learned masks).
+
+    ``apps`` maps each crawl to the app instance it crawled; a state counts when it is on that instance's host.
+    """
+    logged = {name: _observations(out, apps[name]["id"]) for name, out in outs.items()}
     mask = set().union(*(m for _obs, m in logged.values()))
-    return {name: len({exact_hash(f, mask) for loc, f in obs if urlsplit(loc).hostname == host})
+    return {name: len({exact_hash(f, mask) for loc, f in obs
+                       if urlsplit(loc).hostname == urlsplit(apps[name]["entry"]).hostname})
             for name, (obs, _m) in logged.items()}
 
 
@@ -153,24 +161,56 @@ def farm_seconds(out: Path, devices: list[str], app_url: str, steps: int) -> flo
     return result.seconds
 
 
-def _thirdparty_apps(mode: str, tmp: Path, procs: list[ManagedProcess]) -> list[dict[str, Any]]:
+def _app_kinds(mode: str) -> list[str]:
     if mode == "no":
-        return []
+        return ["demo"]
     installed = (thirdparty.TIDDLYWIKI_DIR / ".installed-version").exists() and \
         (thirdparty.IHATEMONEY_VENV / ".installed-version").exists()
     if mode == "auto" and not installed:
         console.print("third-party apps not installed (python -m tests.thirdparty install); demo app only")
-        return []
-    tw = thirdparty.start_tiddlywiki(tmp / "wiki", log_dir=tmp)
-    procs.append(tw)
-    ihm = thirdparty.start_ihatemoney(tmp / "ihm", log_dir=tmp)
-    procs.append(ihm)
-    return [thirdparty.tiddlywiki_app(tw.url), thirdparty.ihatemoney_app(ihm.url)]
+        return ["demo"]
+    return ["demo", "tiddlywiki", "ihatemoney"]
+
+
+def start_app(kind: str, tmp: Path, procs: list[ManagedProcess]) -> dict[str, Any]:
+    """A fresh instance of one benchmark app (its own data directory and port); returns its crawl-config entry."""
+    data = _mk(tmp)
+    if kind == "demo":
+        proc = start_demo_app(sys.executable, log_dir=data)
+        procs.append(proc)
+        return demo_app(proc.url)
+    if kind == "tiddlywiki":
+        proc = thirdparty.start_tiddlywiki(data / "wiki", log_dir=data)
+        procs.append(proc)
+        return thirdparty.tiddlywiki_app(proc.url)
+    proc = thirdparty.start_ihatemoney(data / "ihm", log_dir=data)
+    procs.append(proc)
+    return thirdparty.ihatemoney_app(proc.url)
+
+
+def compare_policies(kind: str, tmp: Path, drivers: list[str], steps: int, procs: list[ManagedProcess]) -> float:
+    """Greedy vs random on two fresh instances of one app, side by side; prints per-app BENCH lines."""
+    policies = ("greedy", "random")
+    apps = {p: start_app(kind, tmp / f"app-{kind}-{p}", procs) for p in policies}
+    outs = {p: tmp / f"{p}-{kind}" for p in policies}
+    t = time.perf_counter()
+    with ThreadPoolExecutor(len(policies)) as pool:
+        runs = {p: pool.submit(crawl, outs[p], drivers[i], apps[p], steps, p) for i, p in enumerate(policies)}
+        own = {p: f.result() for p, f in runs.items()}
+    app_id = apps["greedy"]["id"]
+    for p in policies:
+        console.print(f"{app_id:<12} {p:<7} {own[p][0]:>3} states in {own[p][2]} steps")
+    found = common_counts(outs, apps)
+    console.print(f"{app_id:<12} shared abstraction: greedy {found['greedy']}, random {found['random']} "
+                  f"({time.perf_counter() - t:.0f}s)")
+    print(f"BENCH states_greedy_{app_id}={found['greedy']}")
+    print(f"BENCH states_random_{app_id}={found['random']}")
+    return found["greedy"] / max(1, found["random"])
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--steps", type=int, default=40, help="action budget per app and policy (states_vs_random)")
+    ap.add_argument("--steps", type=int, default=200, help="action budget per app and policy (states_vs_random)")
     ap.add_argument("--raw-steps", type=int, default=40, help="steps of each run compared in steps_vs_raw")
     ap.add_argument("--farm-steps", type=int, default=15, help="steps per farm job (4 jobs) in farm_2_vs_1")
     ap.add_argument("--thirdparty", choices=["auto", "yes", "no"], default="auto",
@@ -184,22 +224,8 @@ def main() -> None:
             procs.append(demo)
             drivers = [start_chromedriver(log_dir=_mk(tmp / f"cd{i}")) for i in range(2)]
             procs.extend(drivers)
-            apps = [demo_app(demo.url), *_thirdparty_apps(args.thirdparty, tmp, procs)]
-
-            ratios = []
-            for app in apps:
-                own, outs = {}, {}
-                for policy in ("greedy", "random"):
-                    t = time.perf_counter()
-                    outs[policy] = tmp / f"{policy}-{app['id']}"
-                    own[policy], _rate, steps = crawl(outs[policy], drivers[0].url, app, args.steps, policy)
-                    console.print(f"{app['id']:<12} {policy:<7} {own[policy]:>3} states in {steps} steps "
-                                  f"({time.perf_counter() - t:.0f}s)")
-                found = common_counts(outs, app)
-                console.print(f"{app['id']:<12} shared abstraction: greedy {found['greedy']}, random {found['random']}")
-                print(f"BENCH states_greedy_{app['id']}={found['greedy']}")
-                print(f"BENCH states_random_{app['id']}={found['random']}")
-                ratios.append(found["greedy"] / max(1, found["random"]))
+            urls = [d.url for d in drivers]
+            ratios = [compare_policies(kind, tmp, urls, args.steps, procs) for kind in _app_kinds(args.thirdparty)]
 
             _s, greedy_rate, _n = crawl(tmp / "speed-greedy", drivers[0].url, demo_app(demo.url), args.raw_steps,
                                         "greedy")

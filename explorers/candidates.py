@@ -74,7 +74,8 @@ def candidates(screen: Screen, filler: FormFiller | None = None, with_back: bool
             value = filler.value_for(w)
             if value:
                 add(ActionType.SELECT, w, _pointed(ActionType.SELECT, w, screen, text=value), value)
-        elif e.clickable or e.checkable:
+        elif (e.clickable or e.checkable) and not (e.role == "radio" and e.checked):
+            # A checked radio button does nothing when clicked again (a checked checkbox unchecks, so it stays).
             add(ActionType.CLICK, w, _pointed(ActionType.CLICK, w, screen))
         if e.long_clickable:
             add(ActionType.LONG_PRESS, w, _pointed(ActionType.LONG_PRESS, w, screen, duration_ms=800))

@@ -179,9 +179,10 @@ class Crawler:
         packages = self.app.packages or [self.app.entry.split("/")[0]]
         return screen.package in packages
 
-    def _restart(self, device: Device, reason: str) -> dict[str, Any]:
+    def _restart(self, device: Device, reason: str, state: str | None = None) -> dict[str, Any]:
         """Open the entry, log in if the login marker shows, run setup; returns the observed landing screen."""
-        self.audit.write(worker=self.worker, decision="restart", reason=reason)
+        self.audit.write(worker=self.worker, step=self.stats.steps, decision="restart", reason=reason,
+                         **({"state": state} if state else {}))
         device.open(self.app.entry)
         device.settle()
         values = {"locale": self.profile.locale, "color_scheme": self.profile.color_scheme,
@@ -262,7 +263,7 @@ class Crawler:
             if self.stats.restarts >= budget.max_restarts:
                 raise _Stop(f"restart budget ({budget.max_restarts}) spent; last: {decision.reason}")
             self.stats.restarts += 1
-            return self._restart(device, decision.reason)
+            return self._restart(device, decision.reason, cur["sid"])
         c = decision.candidate
         assert c is not None
         return self._act(device, cur, c, decision.reason)
@@ -314,7 +315,7 @@ class Crawler:
         if self._in_app_obs(nxt["obs"]):
             return nxt
         self.stats.restarts += 1
-        return self._restart(device, "still outside the app after going back")
+        return self._restart(device, "still outside the app after going back", nxt["sid"])
 
 
 class _Stop(Exception):

@@ -9,7 +9,16 @@ rarely makes a new screen; in an app whose search box opens a popup it does). Th
 the best chance per step spent: an action here, or one in another known state reached by walking the shortest
 known path, or by restarting from the entry (one step, like any action) and walking from there. Rows of a list
 count as one choice (two rows tried), elements that did nothing elsewhere are skipped, and it stops when
-nothing anywhere is left to try. ``RandomPolicy`` is the uniform-random baseline (OS-Genesis-style random
+nothing anywhere is left to try.
+
+What an element did is remembered per (identity, label): when the app switches language or account, the same
+navigation link says something else and is "relabelled" — a new context worth exploring, not a link already
+followed. Filling a required field is worth the submit it unblocks (only when the safety guard lets that submit
+be pressed); re-choosing the radio option a form came with undoes the choice just made. Walks follow where an
+action led the last time (apps change their own data: a settle page after a settlement), a hop that missed
+twice in a row is no longer walked, and an action a state stopped offering is given up after two visits.
+
+``RandomPolicy`` is the uniform-random baseline (OS-Genesis-style random
 walk). A policy sees only candidates the safety guard allowed, and returns a reason with every decision for
 the audit log.
 """
@@ -17,12 +26,12 @@ the audit log.
 from __future__ import annotations
 
 import random
-from collections import deque
+from collections import Counter, deque
 from dataclasses import dataclass, field
 from typing import Protocol
 from urllib.parse import urlsplit
 
-from explorers.abstraction import normalize_location
+from explorers.abstraction import normalize_location, normalize_text
 from explorers.candidates import PRIORITY, Candidate
 from explorers.graph import Graph
 from schemas import ActionType
@@ -32,14 +41,18 @@ MAX_WALK = 12  # consecutive walking steps without reaching a fresh action befor
 # Prior chance that an action of each class reaches a state never seen before, and how many observations the
 # prior is worth against the crawl's own counts.
 NOVELTY_PRIORS = {
-    "link-new-url": 0.9, "element-new": 0.6, "scroll": 0.4, "other": 0.3, "type": 0.25, "link-known-url": 0.25,
-    "element-seen": 0.2, "back": 0.1, "repeat-known": 0.1, "link-self": 0.05, "submit-blocked": 0.05,
+    "link-new-url": 0.9, "relabelled": 0.8, "element-new": 0.6, "scroll": 0.4, "other": 0.3, "type": 0.25,
+    "link-known-url": 0.25, "element-seen": 0.2, "back": 0.1, "repeat-known": 0.1, "radio-revert": 0.1,
+    "link-self": 0.05, "submit-blocked": 0.05,
     "link-external": 0.02,
 }
 PRIOR_WEIGHT = 3.0
 # Below this chance an untried action is only taken when no state within reach offers a better one: the
 # actions of the current state come first (leaving means coming back later), unless they are all unpromising.
 MIN_NOVELTY = 0.2
+FILL_DISCOUNT = 0.8  # a required field is worth this share of the submit it unblocks
+HOP_MISS_LIMIT = 2  # consecutive times a known hop led elsewhere before walks stop using it
+ABSENT_LIMIT = 2  # visits to a state without an action it once offered before that action is given up
 SUBMIT_TYPES = ("submit", "image", "")
 
 
@@ -60,6 +73,10 @@ def _strip_fragment(url: str) -> str:
     return url.split("#", 1)[0]
 
 
+def _is_radio(c: Candidate) -> bool:
+    return c.widget is not None and c.widget.element.role == "radio"
+
+
 @dataclass
 class _Seen:
     """What the policy remembers of a candidate from when it was on screen (other states are planned on this)."""
@@ -67,6 +84,11 @@ class _Seen:
     cls_hint: str  # type / back / scroll / other / link / submit-blocked / element
     href: str = ""
     target: str = ""
+    label: str = ""  # normalized visible label: the same element saying something else is another context
+
+    @property
+    def identity(self) -> tuple[str, str]:
+        return self.target, self.label
 
 
 @dataclass
@@ -75,7 +97,11 @@ class GreedyPolicy:
     max_walk: int = MAX_WALK
     priors: dict[str, float] = field(default_factory=lambda: dict(NOVELTY_PRIORS))
     _walking: int = 0
-    _failed_hops: set[tuple[str, str]] = field(default_factory=set)
+    _failed_hops: set[tuple[str, str]] = field(default_factory=set)  # hops that missed since the last restart
+    _hop_misses: Counter[tuple[str, str]] = field(default_factory=Counter)  # consecutive misses of a hop
+    _last_hop: tuple[str, str] | None = None  # (state, key) of the action just taken
+    _latest: dict[tuple[str, str], str] = field(default_factory=dict)  # (state, key) -> where it led last time
+    _absent: Counter[tuple[str, str]] = field(default_factory=Counter)  # (state, key) not offered when there
     _expected: tuple[str, str, str] | None = None  # (from, key, expected destination) of the last hop
     _entry: str | None = None  # where a restart lands
     _restarting: bool = True  # the next state seen is the landing of a restart
@@ -85,17 +111,24 @@ class GreedyPolicy:
     _hits: dict[str, int] = field(default_factory=dict)  # class -> of those, reached a new state
     _seen: dict[tuple[str, str], _Seen] = field(default_factory=dict)  # (state, key) -> candidate facts
     _known: set[str] = field(default_factory=set)  # normalized locations of known states (this decision)
-    _last_target: str | None = None
-    _target_dests: dict[str, set[str]] = field(default_factory=dict)  # element identity -> states it led to
+    _last_target: tuple[str, str] | None = None
+    _label_tries: Counter[tuple[str, str]] = field(default_factory=Counter)  # (identity, label) -> actions taken
+    _labels_tried: dict[str, set[str]] = field(default_factory=dict)  # identity -> labels it was used with
+    _radios: set[tuple[str, str]] = field(default_factory=set)  # radio options ever offered
+    _radio_defaults: set[tuple[str, str]] = field(default_factory=set)  # options a form came with
+    _radio_chosen: bool = False  # the last action chose a radio option
+    _target_dests: dict[tuple[str, str], set[str]] = field(default_factory=dict)  # (identity, label) -> states
 
     # --- learning ----------------------------------------------------------------------------------
     def _observe(self, graph: Graph, state: str) -> None:
         new = state not in self._visited
         self._visited.add(state)
-        if self._last_class is not None:
+        if self._last_class not in (None, "type-required"):
             self._tries[self._last_class] = self._tries.get(self._last_class, 0) + 1
             self._hits[self._last_class] = self._hits.get(self._last_class, 0) + int(new)
         if self._last_target is not None:
+            self._label_tries[self._last_target] += 1
+            self._labels_tried.setdefault(self._last_target[0], set()).add(self._last_target[1])
             self._target_dests.setdefault(self._last_target, set()).add(state)
         self._last_class = self._last_target = None
         if self._restarting:
@@ -104,18 +137,29 @@ class GreedyPolicy:
 
     def novelty(self, cls: str) -> float:
         """Estimated chance that an action of ``cls`` reaches a new state (prior blended with this crawl)."""
+        if cls == "type-required":
+            # Filling a required field never changes the screen by itself; it is worth what the submit it unblocks
+            # is worth, one step later.
+            return FILL_DISCOUNT * self.novelty("element-new")
         prior = self.priors.get(cls, 0.3)
         return (self._hits.get(cls, 0) + prior * PRIOR_WEIGHT) / (self._tries.get(cls, 0) + PRIOR_WEIGHT)
 
     # --- classifying ---------------------------------------------------------------------------------
     def _remember(self, state: str, cands: list[Candidate]) -> None:
+        radio_just_chosen, self._radio_chosen = self._radio_chosen, False
         empty_required = {w.form_action for c in cands if (w := c.widget) is not None
                           and w.element.editable and w.required and not w.value and w.form_action}
+        # Forms whose submit button is on offer (the safety guard may have withheld it, e.g. "Send"): only for
+        # those is filling a required field a step towards a new screen.
+        submittable = {w.form_action for c in cands if (w := c.widget) is not None and c.type is ActionType.CLICK
+                       and w.form_action and w.tag in ("button", "input") and w.input_type in SUBMIT_TYPES}
         for c in cands:
             w = c.widget
             t = c.type
             if t in (ActionType.TYPE, ActionType.SELECT):
-                hint = "type"
+                needed = w is not None and w.required and not w.value and w.form_action in empty_required \
+                    and w.form_action in submittable
+                hint = "type-required" if needed else "type"
             elif t is ActionType.NAVIGATE_BACK:
                 hint = "back"
             elif t in (ActionType.SCROLL, ActionType.SWIPE):
@@ -128,7 +172,15 @@ class GreedyPolicy:
                 hint = "submit-blocked"
             else:
                 hint = "element"
-            self._seen[(state, c.key)] = _Seen(hint, w.href if w else "", c.target_key or c.key)
+            label = normalize_text(w.label) if w else ""
+            seen = _Seen(hint, w.href if w else "", c.target_key or c.key, label)
+            if w is not None and w.element.role == "radio" and seen.identity not in self._radios:
+                # A checked radio offers no action; one that first shows up right after choosing another option
+                # of its group is the option the form came with, and choosing it again undoes that choice.
+                self._radios.add(seen.identity)
+                if radio_just_chosen:
+                    self._radio_defaults.add(seen.identity)
+            self._seen[(state, c.key)] = seen
 
     def _class(self, graph: Graph, state: str, key: str) -> str:
         seen = self._seen.get((state, key))
@@ -136,8 +188,18 @@ class GreedyPolicy:
             info = graph.states.get(state)
             target = info.targets.get(key, "") if info else ""
             return "element-seen" if graph.target_tries[target or key] else "element-new"
+        # Element memory is keyed by identity *and* label: after a language or account switch the same navigation
+        # link says something else and leads to screens never seen, so what it did before predicts nothing.
+        tried = self._label_tries[seen.identity] > 0
+        if seen.cls_hint == "type-required" and tried:
+            return "type"  # this field was filled (and its form submitted) elsewhere already
+        if seen.identity in self._radio_defaults:
+            return "radio-revert"  # re-choosing the option the form came with undoes the choice just made
+        if not tried and seen.label and seen.cls_hint in ("link", "element") \
+                and any(label != seen.label for label in self._labels_tried.get(seen.target, ())):
+            return "relabelled"  # an element already used now says something else: the app's context changed
         if seen.cls_hint in ("link", "element", "submit-blocked"):
-            dests = self._target_dests.get(seen.target)
+            dests = self._target_dests.get(seen.identity)
             if dests and all(graph.canonical(d) in self._visited for d in dests):
                 return "repeat-known"  # this element led only to screens already seen, wherever it was tried
         if seen.cls_hint == "link":
@@ -148,20 +210,30 @@ class GreedyPolicy:
                 return "link-self"
             if normalize_location(seen.href) not in self._known:
                 return "link-new-url"
-            return "element-seen" if graph.target_tries[seen.target] else "link-known-url"
+            return "element-seen" if tried else "link-known-url"
         if seen.cls_hint == "element":
-            return "element-seen" if graph.target_tries[seen.target] else "element-new"
+            return "element-seen" if tried else "element-new"
         return seen.cls_hint
 
-    def _best_in(self, graph: Graph, state: str) -> tuple[float, str, str] | None:
-        """(novelty, key, class) of the most promising untried action of ``state``."""
+    def _best_in(self, graph: Graph, state: str, offered: set[str] | None = None) -> tuple[float, str, str] | None:
+        """(novelty, key, class) of the most promising untried action of ``state``.
+
+        ``offered``: the keys on screen now (the current state); elsewhere, actions that were missing the last
+        ABSENT_LIMIT times the crawl stood in that state (a variant merged into it offered them) are not counted.
+        """
         best = None
         for key in graph.fresh_keys(state):
-            cls = self._class(graph, state, key)
-            score = self.novelty(cls)
+            if (key not in offered) if offered is not None else self._absent[(state, key)] >= ABSENT_LIMIT:
+                continue
+            score, cls = self._score(graph, state, key)
             if best is None or score > best[0]:
                 best = (score, key, cls)
         return best
+
+    def _score(self, graph: Graph, state: str, key: str) -> tuple[float, str]:
+        """Chance that this action reaches a new state (its class's learned rate), and the class."""
+        cls = self._class(graph, state, key)
+        return self.novelty(cls), cls
 
     # --- planning --------------------------------------------------------------------------------------
     def _bfs(self, graph: Graph, start: str) -> dict[str, tuple[int, tuple[str, str] | None]]:
@@ -169,9 +241,9 @@ class GreedyPolicy:
         adj: dict[str, list[tuple[str, str]]] = {}
         for (src, key), tos in graph.edges.items():
             s = graph.canonical(src)
-            if (s, key) in self._failed_hops:
+            if (s, key) in self._failed_hops or self._hop_misses[(s, key)] >= HOP_MISS_LIMIT:
                 continue
-            d = graph.canonical(tos.most_common(1)[0][0])
+            d = graph.canonical(self._latest.get((s, key)) or tos.most_common(1)[0][0])
             if d != s:
                 adj.setdefault(s, []).append((key, d))
         out: dict[str, tuple[int, tuple[str, str] | None]] = {start: (0, None)}
@@ -192,34 +264,48 @@ class GreedyPolicy:
         self._known = {normalize_location(s.location) for s in graph.states.values() if s.location}
         if self._expected is not None:
             src, key, want = self._expected
+            hop = (graph.canonical(src), key)
             if graph.canonical(want) != state:
-                self._failed_hops.add((graph.canonical(src), key))
+                self._failed_hops.add(hop)
+                self._hop_misses[hop] += 1
+            else:
+                self._hop_misses[hop] = 0
             self._expected = None
+        if self._last_hop is not None:
+            tos = graph.edges.get(self._last_hop, {})
+            if any(graph.canonical(t) == state for t in tos):  # the graph recorded the same landing
+                self._latest[self._last_hop] = state  # apps change their data: the latest outcome predicts best
+            self._last_hop = None
         by_key = {c.key: c for c in cands}
+        for key in graph.fresh_keys(state):
+            if key not in by_key:
+                self._absent[(state, key)] += 1
         # The best action here; if it is unpromising, the best elsewhere per step spent reaching it (walking, or
         # restarting from the entry and walking from there).
-        here = self._best_in(graph, state) if any(graph.is_fresh(state, c.key) for c in cands) else None
+        here = self._best_in(graph, state, set(by_key))
         plan: tuple[str, tuple[str, str] | None, int, str] | None = None  # (target, first hop, distance, how)
         if here is None or here[0] < MIN_NOVELTY:
             plan = self._plan(graph, state, here[0] if here else 0.0)
         if plan is None and here is not None:
-            _score, key, cls = here
-            best = self._pick(graph, state, cands, key, cls)
+            score, key, _cls = here
+            best = self._pick(graph, state, cands, key, score)
             self._walking = 0
             n = graph.target_tries[best.target_key or best.key]
             return Decision("act", f"untried action in this state ({self._last_class}, novelty "
-                            f"{self.novelty(cls):.2f})" + (", new element" if n == 0 else ""), best)
+                            f"{score:.2f})" + (", new element" if n == 0 else ""), best)
         if plan is not None and plan[3] == "walk" and plan[1] is not None:
             src, key = plan[1]
             c = by_key.get(key)
             if c is not None:
                 self._walking += 1
-                self._last_target = c.target_key or c.key
+                self._last_target = self._identity(state, c)
+                self._radio_chosen = _is_radio(c)
+                self._last_hop = (state, key)
                 dests = graph.edges[(src, key)]
-                self._expected = (src, key, dests.most_common(1)[0][0])
+                self._expected = (src, key, self._latest.get((src, key)) or dests.most_common(1)[0][0])
                 return Decision("act", f"walk {plan[2]} step(s) to a state with a more promising untried action", c)
             self._failed_hops.add((src, key))
-        if plan is not None or graph.any_unexplored():
+        if plan is not None or self._anything_left(graph):
             self._walking = 0
             self._failed_hops.clear()
             self._restarting = True
@@ -253,20 +339,29 @@ class GreedyPolicy:
                 plan = (s, walks[s][1] if how == "walk" else None, dist, how)
         return plan
 
-    def _pick(self, graph: Graph, state: str, cands: list[Candidate], key: str, cls: str) -> Candidate:
+    def _pick(self, graph: Graph, state: str, cands: list[Candidate], key: str, score: float) -> Candidate:
         """Among this state's fresh candidates of the best novelty, the one the old order ranks first."""
-        score = self.novelty(cls)
         tied = [c for c in cands if graph.is_fresh(state, c.key)
-                and self.novelty(self._class(graph, state, c.key)) >= score - 1e-9]
+                and self._score(graph, state, c.key)[0] >= score - 1e-9]
 
         def rank(c: Candidate) -> tuple[bool, int, int]:
-            tries = graph.target_tries[c.target_key or c.key]
+            tries = self._label_tries[self._identity(state, c)]
             return tries > 0, PRIORITY.get(c.type, 5), tries
 
         best = min(tied, key=rank) if tied else next(c for c in cands if c.key == key)
         self._last_class = self._class(graph, state, best.key)
-        self._last_target = best.target_key or best.key
+        self._last_target = self._identity(state, best)
+        self._radio_chosen = _is_radio(best)
+        self._last_hop = (state, best.key)
         return best
+
+    def _identity(self, state: str, c: Candidate) -> tuple[str, str]:
+        seen = self._seen.get((state, c.key))
+        return seen.identity if seen is not None else (c.target_key or c.key, "")
+
+    def _anything_left(self, graph: Graph) -> bool:
+        """Whether any known state still has an untried action that was on screen the last time it was there."""
+        return any(self._best_in(graph, s) is not None for s in graph.states if graph.has_unexplored(s))
 
 
 @dataclass
