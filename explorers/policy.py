@@ -14,13 +14,14 @@ nothing anywhere is left to try.
 What an element did is remembered per (identity, label): when the app switches language or account, the same
 navigation link says something else and is "relabelled" — a new context worth exploring, not a link already
 followed. Filling a required field is worth the submit it unblocks (only when the safety guard lets that submit
-be pressed); re-choosing the radio option a form came with undoes the choice just made. Walks follow where an
-action led the last time (apps change their own data: a settle page after a settlement), a hop that missed
-twice in a row is no longer walked, and an action a state stopped offering is given up after two visits.
+be pressed); a submit pressed before is worth pressing again when its form holds something else (where it leads
+depends on the form, not the button); re-choosing the radio option a form came with undoes the choice just
+made. Walks follow where an action led the last time (apps change their own data: a settle page after a
+settlement), a hop that missed twice in a row is no longer walked, and an action a state stopped offering is
+given up after two visits.
 
-``RandomPolicy`` is the uniform-random baseline (OS-Genesis-style random
-walk). A policy sees only candidates the safety guard allowed, and returns a reason with every decision for
-the audit log.
+``RandomPolicy`` is the uniform-random baseline (OS-Genesis-style random walk). A policy sees only candidates
+the safety guard allowed, and returns a reason with every decision for the audit log.
 """
 
 from __future__ import annotations
@@ -41,10 +42,9 @@ MAX_WALK = 12  # consecutive walking steps without reaching a fresh action befor
 # Prior chance that an action of each class reaches a state never seen before, and how many observations the
 # prior is worth against the crawl's own counts.
 NOVELTY_PRIORS = {
-    "link-new-url": 0.9, "relabelled": 0.8, "element-new": 0.6, "scroll": 0.4, "other": 0.3, "type": 0.25,
-    "link-known-url": 0.25, "element-seen": 0.2, "back": 0.1, "repeat-known": 0.1, "radio-revert": 0.1,
-    "link-self": 0.05, "submit-blocked": 0.05,
-    "link-external": 0.02,
+    "link-new-url": 0.9, "relabelled": 0.8, "element-new": 0.6, "scroll": 0.4, "submit-again": 0.4, "other": 0.3,
+    "type": 0.25, "link-known-url": 0.25, "element-seen": 0.2, "back": 0.1, "repeat-known": 0.1,
+    "radio-revert": 0.1, "link-self": 0.05, "submit-blocked": 0.05, "link-external": 0.02,
 }
 PRIOR_WEIGHT = 3.0
 # Below this chance an untried action is only taken when no state within reach offers a better one: the
@@ -81,7 +81,7 @@ def _is_radio(c: Candidate) -> bool:
 class _Seen:
     """What the policy remembers of a candidate from when it was on screen (other states are planned on this)."""
 
-    cls_hint: str  # type / back / scroll / other / link / submit-blocked / element
+    cls_hint: str  # type(-required) / back / scroll / other / link / submit(-blocked) / element
     href: str = ""
     target: str = ""
     label: str = ""  # normalized visible label: the same element saying something else is another context
@@ -170,6 +170,8 @@ class GreedyPolicy:
                 hint = "link"
             elif w.form_action in empty_required and w.tag in ("button", "input") and w.input_type in SUBMIT_TYPES:
                 hint = "submit-blocked"
+            elif w.form_action and w.tag in ("button", "input") and w.input_type in SUBMIT_TYPES:
+                hint = "submit"
             else:
                 hint = "element"
             label = normalize_text(w.label) if w else ""
@@ -195,6 +197,10 @@ class GreedyPolicy:
             return "type"  # this field was filled (and its form submitted) elsewhere already
         if seen.identity in self._radio_defaults:
             return "radio-revert"  # re-choosing the option the form came with undoes the choice just made
+        if seen.cls_hint == "submit":
+            # Where a submit leads depends on what the form holds, and this state's form holds something else
+            # than where it was pressed before (another option chosen, another field filled).
+            return "submit-again" if tried else "element-new"
         if not tried and seen.label and seen.cls_hint in ("link", "element") \
                 and any(label != seen.label for label in self._labels_tried.get(seen.target, ())):
             return "relabelled"  # an element already used now says something else: the app's context changed

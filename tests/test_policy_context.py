@@ -124,3 +124,33 @@ def test_a_walk_follows_where_an_action_led_last_not_where_it_led_most_often() -
     p.choose(w.graph, new, new_c)
     reach = p._bfs(w.graph, home)
     assert new in reach and old not in reach
+
+
+def test_a_submit_pressed_before_is_worth_pressing_again_when_the_form_holds_something_else() -> None:
+    w, p = World(), GreedyPolicy()
+
+    def settings(lang: str) -> tuple[str, list[Candidate]]:
+        return w.see(
+            "http://h/settings",
+            _w("form/en", "English", role="radio", checkable=True, checked=lang == "en", form_action="/s"),
+            _w("form/zh", "中文", role="radio", checkable=True, checked=lang == "zh", form_action="/s"),
+            _w("form/save", "Save", role="button", tag="button", input_type="submit", form_action="/s"),
+            _w("nav/a[1]", "Home", href="http://h/"),
+        )
+
+    en, en_c = settings("en")
+    saved, saved_c = w.see("http://h/", _w("main/p", "saved", role="text"))
+    save = next(c for c in en_c if _label(c) == "Save")
+    home = next(c for c in en_c if _label(c) == "Home")
+    p.choose(w.graph, en, en_c)  # the policy looks at the form once (remembers its candidates)
+    for c in (save, home):  # pressed Save and followed Home here: both led to the known home page
+        p._last_target = p._identity(en, c)
+        w.graph.record(en, c.key, saved, True)
+        p.choose(w.graph, saved, saved_c)
+    zh, zh_c = settings("zh")
+    p.choose(w.graph, zh, zh_c)
+    zh_save = next(c for c in zh_c if _label(c) == "Save")
+    zh_home = next(c for c in zh_c if _label(c) == "Home")
+    # The link predicts what it did before; the submit does not, because the form now says 中文.
+    assert p._class(w.graph, zh, zh_home.key) == "repeat-known"
+    assert p._class(w.graph, zh, zh_save.key) == "submit-again"
