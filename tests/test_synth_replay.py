@@ -45,7 +45,11 @@ def demo_crawl(tmp_path_factory: pytest.TempPathFactory, chromedriver_url: str, 
     config = {
         "run_id": "synth-test", "output": str(root / "graph"),
         "devices": [{"name": "d0", "url": chromedriver_url, "kind": "chromedriver"}],
-        "apps": [{"id": "demo-notes", "entry": demo_app_url + "/", "login": LOGIN}],
+        # The crawl must not change the notes: replay starts every task in a fresh session (the seeded notes), so
+        # screens recorded after the crawl created or edited a note are ones a fresh session never shows, and
+        # replay rightly rejects their tasks. This test is about replay accepting every task it should.
+        "apps": [{"id": "demo-notes", "entry": demo_app_url + "/", "login": LOGIN,
+                  "deny": {"labels": [r"\bcreate note\b", r"\bsave note\b", "创建笔记", "保存笔记"]}}],
         "budget": {"max_steps": CRAWL_STEPS, "max_seconds": 900, "max_restarts": 10},  # steps bound it, not load
     }
     cfg_path = root / "crawl.yaml"
