@@ -107,6 +107,19 @@ def test_mind2web_targets_are_candidate_box_centres(tmp_path: Path) -> None:
                                                        ("b3", "unknown_action"): 1, ("b4", "episode_incomplete"): 1})
 
 
+def test_mind2web_hover_is_a_hover_not_a_click(tmp_path: Path) -> None:
+    src = materialize("mind2web", tmp_path)
+    rows = [json.loads(line) for line in (src / "actions.jsonl").read_text().splitlines()]
+    a1 = [r for r in rows if r["annotation_id"] == "a1"]
+    a1[0]["operation"] = json.dumps({"op": "CLICK", "original_op": "HOVER", "value": ""})
+    (src / "hover.jsonl").write_text("".join(json.dumps(r) + "\n" for r in a1))
+    out = tmp_path / "out"
+    run_import("mind2web", [src / "hover.jsonl"], out)
+    hover, typ = (st.action for st in read_trajs(out, "mind2web")["a1"].steps)
+    assert (hover.type, hover.x, hover.y, hover.text) == ("hover", 140, 220, None)
+    assert hover.full_type == "hover" and typ.type == "type"
+
+
 def test_agentnet_code_is_parsed_not_run(tmp_path: Path) -> None:
     src = materialize("agentnet", tmp_path)
     out = tmp_path / "out"

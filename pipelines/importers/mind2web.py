@@ -1,10 +1,10 @@
 """Multimodal-Mind2Web: one row per action, grouped into tasks by ``annotation_id``.
 
-Fields: ``annotation_id``, ``action_uid``, ``confirmed_task``, ``website``, ``operation`` (``{"op": CLICK |
-TYPE | SELECT, "original_op", "value"}``, object or JSON text), ``pos_candidates`` (candidates whose
-``attributes`` hold ``bounding_box_rect`` as ``"x,y,width,height"`` in screenshot pixels),
-``target_action_index``, ``action_reprs``, ``screenshot``. The action point is the centre of the positive
-candidate's box, which must lie inside the (full-page) screenshot.
+Fields: ``annotation_id``, ``action_uid``, ``confirmed_task``, ``website``, ``operation`` (``{"op": CLICK | TYPE
+| SELECT, "original_op", "value"}``, object or JSON text; an ``original_op`` of HOVER becomes a ``hover``),
+``pos_candidates`` (candidates whose ``attributes`` hold ``bounding_box_rect`` as ``"x,y,width,height"`` in
+screenshot pixels), ``target_action_index``, ``action_reprs``, ``screenshot``. The action point is the centre of
+the positive candidate's box, which must lie inside the (full-page) screenshot.
 """
 
 from __future__ import annotations
@@ -85,12 +85,14 @@ class Mind2WebImporter(Importer):
             sw = f"{where} action {i} ({row.get('action_uid', '?')})"
             op = _json(require(row, "operation", sw), f"{sw} operation")
             kind = OPS.get(str(require(op, "op", sw)).upper())
+            if kind == "click" and str(op.get("original_op") or "").upper() == "HOVER":
+                kind = "hover"  # recorded as a click, but the annotator only moved the pointer there
             if kind is None:
                 raise Bad(UNKNOWN_ACTION, f"{sw}: unknown operation {op.get('op')!r}")
             img = store_image(require(row, "screenshot", sw), ctx, f"{sw} screenshot")
             target = _target(row, img.width, img.height, sw)
             x, y = target.bbox.center
-            text = str(op.get("value") or "") if kind != "click" else None
+            text = str(op.get("value") or "") if kind in ("type", "select") else None
             action = Action(type=kind, x=x, y=y, image_width=img.width, image_height=img.height, text=text,
                             target_element_id=target.id, target_bbox=target.bbox)
             reprs = row.get("action_reprs") or []
