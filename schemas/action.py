@@ -100,6 +100,14 @@ def click_name(button: str | None, clicks: int | None) -> str:
     return f"{prefix}{middle}click"
 
 
+def full_type_of(action: dict | None) -> str:
+    """``Action.full_type`` of an action stored as a plain mapping (a Parquet row's struct, a JSON payload), so
+    counts and strata over shards tell right-clicks and double-clicks apart from clicks without parsing rows."""
+    action = action or {}
+    kind = str(action.get("type") or "")
+    return click_name(action.get("button"), action.get("clicks")) if kind == ActionType.CLICK else kind
+
+
 def parse_click_name(name: str) -> tuple[str | None, int | None] | None:
     """``(button, clicks)`` a click variant's name states (None where it says nothing), else None.
 

@@ -18,6 +18,7 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from pipelines.curation.write import DATA_DIR, REJECTS_DIR, STATS_DIR
+from schemas.action import full_type_of
 from schemas.version import SCHEMA_VERSION
 
 STAGE_ORDER = ["schema", "unique_ids", "flatten", "exact_dedupe", "quality", "near_dup_screens",
@@ -62,7 +63,7 @@ def _distributions(shards: list[Path]) -> dict[str, dict[str, int]]:
                                                         "platform", "lineage_source")}
     for path in shards:
         t = pq.read_table(path, columns=["action", "step_index", "app_id", "language", "platform", "lineage"])
-        dist["action_type"].update(t.column("action").combine_chunks().field("type").to_pylist())
+        dist["action_type"].update(full_type_of(a) for a in t.column("action").to_pylist())
         dist["step_index"].update(str(v) for v in t.column("step_index").to_pylist())
         for col in ("app_id", "language", "platform"):
             dist[col].update(t.column(col).to_pylist())

@@ -20,6 +20,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from schemas import BlobStore, Sample
+from schemas.action import full_type_of
 from schemas.arrow import from_row
 from schemas.base import SHA256_RE
 from schemas.blobstore import BlobNotFound, sha256_bytes
@@ -123,7 +124,7 @@ def open_dataset(root: str | Path, blobs: str | Path | None = None) -> DatasetVe
                 ref = SampleRef(
                     id=row["id"], trajectory_id=row["trajectory_id"], step_index=row["step_index"],
                     num_steps=row["num_steps"], app_id=row["app_id"] or "",
-                    action_type=(row["action"] or {}).get("type") or "", judge_score=_score(row["scores"]),
+                    action_type=full_type_of(row["action"]), judge_score=_score(row["scores"]),
                     screenshot_sha256=row["screenshot_sha256"], content_hash=row["content_hash"] or "",
                     location=Location(path, rg, offset),
                 )
@@ -170,7 +171,7 @@ def _index_rejects(ds: DatasetVersion, path: Path) -> None:
                 ref = SampleRef(
                     id=str(payload["id"]), trajectory_id=str(payload["trajectory_id"]),
                     step_index=int(payload["step_index"]), num_steps=int(payload["num_steps"]),
-                    app_id=str(payload.get("app_id") or ""), action_type=str(action.get("type") or ""),
+                    app_id=str(payload.get("app_id") or ""), action_type=full_type_of(action),
                     judge_score=(payload.get("scores") or {}).get("judge"),
                     screenshot_sha256=str(payload.get("screenshot_sha256") or ""),
                     content_hash=str(payload.get("content_hash") or ""), location=Location(path, rg, offset),
