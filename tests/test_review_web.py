@@ -205,3 +205,52 @@ def test_stats_show_progress_and_agreement(env):
     page = alice.get("/stats").text
     assert re.search(r"<td>alice · bob</td><td>3</td><td>67%</td>", page), page
     assert re.search(r"<tr><td>alice</td><td>3</td>", page) and re.search(r"<tr><td>bob</td><td>3</td>", page)
+
+
+def test_wrong_passwords_are_throttled_per_user_name_and_a_good_login_clears_them(env):
+    app, _, _ = env
+    client = TestClient(app, base_url="http://review.test")
+
+    def attempt(name: str, password: str):
+        token = CSRF_RE.search(client.get("/login").text).group(1)
+        return client.post("/login", data={"username": name, "password": password, "csrf_token": token},
+                           follow_redirects=False)
+
+    limit = app.state.login_throttle.max_failures
+    assert [attempt("alice", f"guess-{i}").status_code for i in range(limit)] == [401] * limit
+    paused = attempt("alice", "alice-password")  # even the right password waits: a guess learns nothing now
+    assert paused.status_code == 429 and int(paused.headers["retry-after"]) > 0 and "tf_session" not in paused.cookies
+    assert attempt("bob", "bob-password").status_code == 303  # another user name is not affected
+    app.state.login_throttle.succeeded("testclient", "alice")  # the window passing, compressed
+    assert attempt("alice", "alice-password").status_code == 303
+
+
+def test_a_login_sweeps_expired_sessions(env):
+    from datetime import timedelta
+
+    from pipelines.review.db import LoginSession, utcnow
+
+    app, engine, _ = env
+    login(app, "alice", "alice-password")
+    with Session(engine) as db:
+        for s in db.query(LoginSession).all():
+            s.expires_at = utcnow() - timedelta(minutes=1)
+        db.commit()
+    login(app, "bob", "bob-password")
+    with Session(engine) as db:
+        assert db.query(LoginSession).count() == 1  # alice's expired session is gone, bob's new one is there
+
+
+def test_login_throttle_window_slides() -> None:
+    from pipelines.review.throttle import LoginThrottle
+
+    now = [1000.0]
+    t = LoginThrottle(max_failures=3, window_s=60, clock=lambda: now[0])
+    for _ in range(3):  # failures at 1000, 1010 and 1020
+        assert t.retry_after("10.0.0.1", "Alice") == 0
+        t.failed("10.0.0.1", "alice")
+        now[0] += 10
+    assert t.retry_after("10.0.0.1", "ALICE") == 30  # names match case-insensitively; the first leaves at 1060
+    assert t.retry_after("10.0.0.2", "alice") == 0  # another client is not paused
+    now[0] += 30
+    assert t.retry_after("10.0.0.1", "alice") == 0  # the oldest failure left the window

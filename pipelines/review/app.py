@@ -6,7 +6,9 @@ Security model, because every string on these pages was crawled from apps nobody
 * screenshots are served only by their sha256 (checked against the bytes), never by a path;
 * every page but ``/login`` and ``/healthz`` needs a login session; every write needs the session's CSRF
   token and, when the browser sends one, a same-origin ``Origin`` header;
-* cookies are HttpOnly and SameSite=Strict.
+* cookies are HttpOnly and SameSite=Strict;
+* wrong passwords are throttled per (client, user name) (``throttle.py``), and each login sweeps expired
+  sessions.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from pipelines.review.labels import (
 )
 from pipelines.review.overlay import shapes_for
 from pipelines.review.queue import STRATEGIES, Policy, next_in_queue, order
+from pipelines.review.throttle import LoginThrottle
 from schemas.errors import RecordValidationError
 
 HERE = Path(__file__).resolve().parent
@@ -118,6 +121,7 @@ def create_app(cfg: ReviewConfig, engine: Engine | None = None) -> FastAPI:
                      policy=Policy(cfg.labels_per_sample, cfg.overlap), ds=ds, reader=SampleReader(ds))
     app = FastAPI(title="trajforge review", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.review = st
+    throttle = app.state.login_throttle = LoginThrottle()
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
 
     @app.middleware("http")
@@ -165,13 +169,24 @@ def create_app(cfg: ReviewConfig, engine: Engine | None = None) -> FastAPI:
         cookie = request.cookies.get(LOGIN_CSRF_COOKIE, "")
         if not cookie or not csrf_ok(cookie, csrf_token):
             raise HTTPException(403, "missing or invalid CSRF token")
-        user = authenticate(db, username[:64], password[:1024])
-        if user is None:
+        client, name = request.client.host if request.client else "", username[:64]
+
+        def retry(status: int, error: str) -> Response:
             token = secrets.token_hex(32)
-            resp = render("login.html", status=401, csrf=token, next=_local(next),
-                          error="Unknown user name or wrong password.")
+            resp = render("login.html", status=status, csrf=token, next=_local(next), error=error)
             resp.set_cookie(LOGIN_CSRF_COOKIE, token, httponly=True, samesite="strict", secure=cfg.secure_cookies)
             return resp
+
+        wait = throttle.retry_after(client, name)
+        if wait:
+            resp = retry(429, f"Too many failed logins for this user name; try again in {wait} s.")
+            resp.headers["Retry-After"] = str(wait)
+            return resp
+        user = authenticate(db, name, password[:1024])
+        if user is None:
+            throttle.failed(client, name)
+            return retry(401, "Unknown user name or wrong password.")
+        throttle.succeeded(client, name)
         resp = RedirectResponse(_local(next), status_code=303)
         resp.set_cookie(SESSION_COOKIE, start_session(db, user), httponly=True, samesite="strict",
                         secure=cfg.secure_cookies)

@@ -82,6 +82,9 @@ def _token_key(token: str) -> str:
 def start_session(db: Session, user: Annotator) -> str:
     """A new login session; returns the cookie token (only its hash is stored)."""
     token = secrets.token_urlsafe(32)
+    # Expired sessions are useless but would pile up forever; each login sweeps them (the table holds about one
+    # row per login within the last SESSION_TTL, so the sweep is cheap).
+    db.execute(delete(LoginSession).where(LoginSession.expires_at < utcnow()))
     db.add(LoginSession(token_sha256=_token_key(token), annotator_id=user.id, csrf_token=secrets.token_hex(32),
                         expires_at=utcnow() + SESSION_TTL))
     db.commit()
