@@ -81,6 +81,10 @@ class AndroidAdapter:
         else:
             driver.activate_app(target)
 
+    def clear_data(self, driver: Any, target: str) -> None:
+        """``pm clear`` through UiAutomator2: the package's data and permissions, as after a fresh install."""
+        driver.execute_script("mobile: clearApp", {"appId": target.split("/", 1)[0]})
+
     def scroll(self, driver: Any, direction: str, x: float | None, y: float | None) -> None:
         size = driver.get_window_size()
         w, h = size["width"], size["height"]

@@ -82,6 +82,10 @@ class AppConfig(_Strict):
     setup: list[ScriptStep] = Field(default_factory=list)
     deny: DenyConfig = Field(default_factory=DenyConfig)
     form_values: dict[str, str] = Field(default_factory=dict)
+    # Clear the app's data on the device (web: cookies and storage; Android: ``pm clear``) at every restart, so
+    # every episode starts where replay verification and a fresh user start. Off by default: it also forgets
+    # what an episode set up (a language chosen in the app's settings), which costs steps to redo.
+    fresh_start: bool = False
 
 
 class DeviceConfig(_Strict):

@@ -184,6 +184,9 @@ class Crawler:
         self.audit.write(worker=self.worker, step=self.stats.steps, decision="restart", reason=reason,
                          **({"state": state} if state else {}))
         device.open(self.app.entry)
+        if self.app.fresh_start:
+            device.clear_data(self.app.entry)
+            device.open(self.app.entry)
         device.settle()
         values = {"locale": self.profile.locale, "color_scheme": self.profile.color_scheme,
                   "profile": self.profile.key}

@@ -71,6 +71,7 @@ class PlatformAdapter(Protocol):
     def back(self, driver: Any) -> None: ...
     def home(self, driver: Any) -> None: ...
     def open(self, driver: Any, target: str) -> None: ...
+    def clear_data(self, driver: Any, target: str) -> None: ...
     def scroll(self, driver: Any, direction: str, x: float | None, y: float | None) -> None: ...
     def type_text(self, driver: Any, text: str) -> None: ...
 
@@ -219,6 +220,11 @@ class Device:
 
     def open(self, target: str) -> None:
         self._guard(self.adapter.open, self.driver, target)
+
+    def clear_data(self, target: str) -> None:
+        """Forget what the app kept on this device for ``target`` (web: cookies and storage of its origin;
+        Android: the package's data), so the next start is a first start."""
+        self._guard(self.adapter.clear_data, self.driver, target)
 
     def perform(self, action: Action, widget: Widget | None = None) -> None:
         """Execute a schema ``Action`` (what the graph records is exactly what was done)."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from typing import Any
+from urllib.parse import urlsplit
 
 from selenium.common.exceptions import JavascriptException, TimeoutException
 
@@ -99,6 +100,13 @@ class WebAdapter:
 
     def open(self, driver: Any, target: str) -> None:
         driver.get(target)
+
+    def clear_data(self, driver: Any, target: str) -> None:
+        """Cookies and web storage of ``target``'s origin (the browser must be on that origin to reach them)."""
+        if urlsplit(driver.current_url).netloc != urlsplit(target).netloc:
+            driver.get(target)
+        driver.delete_all_cookies()
+        driver.execute_script("try { localStorage.clear(); sessionStorage.clear(); } catch (e) {}")
 
     def scroll(self, driver: Any, direction: str, x: float | None, y: float | None) -> None:
         """Scroll the scrollable element under (x, y), else the page, by most of a viewport."""

@@ -128,6 +128,23 @@ def test_browser_killed_mid_crawl_recovers_and_logs_in_again(
     assert _dangerous(demo_app_url) == []
 
 
+def test_fresh_start_clears_the_session_at_every_restart(tmp_path: Path, chromedriver_url: str,
+                                                         demo_app_url: str) -> None:
+    """With ``fresh_start`` every restart is a first visit: cookies are gone, so the login script runs again."""
+    config = _config(tmp_path, chromedriver_url, demo_app_url, 40)
+    config["apps"][0]["fresh_start"] = True
+    config["budget"]["max_restarts"] = 40
+    cfg = parse_config(config)
+    crawler = Crawler(cfg, cfg.apps[0], Profile(VIEWPORTS["desktop"]), EndpointSpec("d0", chromedriver_url))
+    stats = crawler.run()
+    records = list(read_log(crawler.store.log_path(crawler.worker)))
+    restarts = [r for r in records if r.get("restart")]
+    assert stats.restarts >= 1 and len(restarts) == stats.restarts + 1  # + the start
+    for r in restarts:  # each restart logged in again: its first observation is the scripted login page
+        assert r["observations"][0]["scripted"] and _path(r["observations"][0]["observation"]["location"]) == "/login"
+    assert _dangerous(demo_app_url) == []
+
+
 def test_kill_9_mid_crawl_then_rerun_loses_and_duplicates_nothing(
     tmp_path: Path, chromedriver_url: str, demo_app_url: str
 ) -> None:

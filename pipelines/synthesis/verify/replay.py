@@ -27,6 +27,7 @@ class ReplayDevice(Protocol):
     """What replay needs from a device; ``explorers.device.Device`` provides it."""
 
     def open(self, target: str) -> None: ...
+    def clear_data(self, target: str) -> None: ...
     def perform(self, action: Action, widget: Any = None) -> None: ...
     def settle(self) -> Any: ...
     def capture(self) -> Any: ...
@@ -166,10 +167,9 @@ class ExplorerReplayer:
 
             entry = app.entry if app is not None else traj.steps[0].observation.location
             device.open(entry)
-            driver = getattr(device, "driver", None)
-            if driver is not None and str(traj.steps[0].observation.platform) == "web":
+            if str(traj.steps[0].observation.platform) == "web":
                 with contextlib.suppress(Exception):
-                    driver.delete_all_cookies()  # a fresh app session: no notes or settings from earlier replays
+                    device.clear_data(entry)  # a fresh app session: no notes or settings from earlier replays
                 device.open(entry)
             device.settle()
             if app is None:
