@@ -18,7 +18,8 @@ be pressed); a submit pressed before is worth pressing again when its form holds
 depends on the form, not the button); re-choosing the radio option a form came with undoes the choice just
 made. Walks follow where an action led the last time (apps change their own data: a settle page after a
 settlement), a hop that missed twice in a row is no longer walked, and an action a state stopped offering is
-given up after two visits.
+given up after two visits. A label whose elements changed nothing three times (settings toggles that re-render
+the same screen, an edit button whose confirm dialog is cancelled) is not worth another try.
 
 ``RandomPolicy`` is the uniform-random baseline (OS-Genesis-style random walk). A policy sees only candidates
 the safety guard allowed, and returns a reason with every decision for the audit log.
@@ -44,7 +45,7 @@ MAX_WALK = 12  # consecutive walking steps without reaching a fresh action befor
 NOVELTY_PRIORS = {
     "link-new-url": 0.9, "relabelled": 0.8, "element-new": 0.6, "scroll": 0.4, "submit-again": 0.4, "other": 0.3,
     "type": 0.25, "link-known-url": 0.25, "element-seen": 0.2, "back": 0.1, "repeat-known": 0.1,
-    "radio-revert": 0.1, "link-self": 0.05, "submit-blocked": 0.05, "link-external": 0.02,
+    "radio-revert": 0.1, "link-self": 0.05, "dead-label": 0.03, "submit-blocked": 0.05, "link-external": 0.02,
 }
 PRIOR_WEIGHT = 3.0
 # Below this chance an untried action is only taken when no state within reach offers a better one: the
@@ -52,6 +53,7 @@ PRIOR_WEIGHT = 3.0
 MIN_NOVELTY = 0.2
 FILL_DISCOUNT = 0.8  # a required field is worth this share of the submit it unblocks
 HOP_MISS_LIMIT = 2  # consecutive times a known hop led elsewhere before walks stop using it
+DEAD_LABEL_TRIES = 3  # elements with one label that changed nothing this often are not worth another try
 ABSENT_LIMIT = 2  # visits to a state without an action it once offered before that action is given up
 SUBMIT_TYPES = ("submit", "image", "")
 
@@ -118,6 +120,7 @@ class GreedyPolicy:
     _radio_defaults: set[tuple[str, str]] = field(default_factory=set)  # options a form came with
     _radio_chosen: bool = False  # the last action chose a radio option
     _target_dests: dict[tuple[str, str], set[str]] = field(default_factory=dict)  # (identity, label) -> states
+    _label_effect: dict[str, tuple[int, int]] = field(default_factory=dict)  # label -> (actions, screen changed)
 
     # --- learning ----------------------------------------------------------------------------------
     def _observe(self, graph: Graph, state: str) -> None:
@@ -127,6 +130,10 @@ class GreedyPolicy:
             self._tries[self._last_class] = self._tries.get(self._last_class, 0) + 1
             self._hits[self._last_class] = self._hits.get(self._last_class, 0) + int(new)
         if self._last_target is not None:
+            if self._last_target[1] and self._last_hop is not None:
+                tries, changed = self._label_effect.get(self._last_target[1], (0, 0))
+                changed += graph.canonical(self._last_hop[0]) != state
+                self._label_effect[self._last_target[1]] = (tries + 1, changed)
             self._label_tries[self._last_target] += 1
             self._labels_tried.setdefault(self._last_target[0], set()).add(self._last_target[1])
             self._target_dests.setdefault(self._last_target, set()).add(state)
@@ -197,6 +204,10 @@ class GreedyPolicy:
             return "type"  # this field was filled (and its form submitted) elsewhere already
         if seen.identity in self._radio_defaults:
             return "radio-revert"  # re-choosing the option the form came with undoes the choice just made
+        if seen.label and seen.cls_hint in ("link", "element", "submit"):
+            tries, changed = self._label_effect.get(seen.label, (0, 0))
+            if tries >= DEAD_LABEL_TRIES and not changed:
+                return "dead-label"  # elements saying this never changed the screen (a toggle, a cancelled confirm)
         if seen.cls_hint == "submit":
             # Where a submit leads depends on what the form holds, and this state's form holds something else
             # than where it was pressed before (another option chosen, another field filled).

@@ -154,3 +154,16 @@ def test_a_submit_pressed_before_is_worth_pressing_again_when_the_form_holds_som
     # The link predicts what it did before; the submit does not, because the form now says 中文.
     assert p._class(w.graph, zh, zh_home.key) == "repeat-known"
     assert p._class(w.graph, zh, zh_save.key) == "submit-again"
+
+
+def test_a_label_that_never_changed_the_screen_is_not_worth_another_try() -> None:
+    w, p = World(), GreedyPolicy()
+    boxes = [_w(f"panel/section-{name}/button", "Enable", role="button") for name in "abcde"]  # not one list
+    panel, panel_c = w.see("http://h/panel", *boxes)
+    for _ in range(3):  # three different "Enable" toggles, each leaving the panel as it was
+        d = p.choose(w.graph, panel, panel_c)
+        assert _label(d.candidate) == "Enable"
+        w.graph.record(panel, d.candidate.key, panel, False)
+    fourth = next(c for c in panel_c if _label(c) == "Enable" and w.graph.is_fresh(panel, c.key))
+    p.choose(w.graph, panel, panel_c)
+    assert p._class(w.graph, panel, fourth.key) == "dead-label"
