@@ -260,7 +260,7 @@ class GreedyPolicy:
             s = graph.canonical(src)
             if (s, key) in self._failed_hops or self._hop_misses[(s, key)] >= HOP_MISS_LIMIT:
                 continue
-            d = graph.canonical(self._latest.get((s, key)) or tos.most_common(1)[0][0])
+            d = graph.canonical(self._destination(s, key, tos))
             if d != s:
                 adj.setdefault(s, []).append((key, d))
         out: dict[str, tuple[int, tuple[str, str] | None]] = {start: (0, None)}
@@ -318,8 +318,7 @@ class GreedyPolicy:
                 self._last_target = self._identity(state, c)
                 self._radio_chosen = _is_radio(c)
                 self._last_hop = (state, key)
-                dests = graph.edges[(src, key)]
-                self._expected = (src, key, self._latest.get((src, key)) or dests.most_common(1)[0][0])
+                self._expected = (src, key, self._destination(src, key, graph.edges[(src, key)]))
                 return Decision("act", f"walk {plan[2]} step(s) to a state with a more promising untried action", c)
             self._failed_hops.add((src, key))
         if plan is not None or self._anything_left(graph):
@@ -371,6 +370,10 @@ class GreedyPolicy:
         self._radio_chosen = _is_radio(best)
         self._last_hop = (state, best.key)
         return best
+
+    def _destination(self, src: str, key: str, tos: Counter[str]) -> str:
+        """Where taking ``key`` in ``src`` is expected to lead: where it led last time, else most often."""
+        return self._latest.get((src, key)) or tos.most_common(1)[0][0]
 
     def _identity(self, state: str, c: Candidate) -> tuple[str, str]:
         seen = self._seen.get((state, c.key))
