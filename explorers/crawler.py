@@ -183,10 +183,9 @@ class Crawler:
         """Open the entry, log in if the login marker shows, run setup; returns the observed landing screen."""
         self.audit.write(worker=self.worker, step=self.stats.steps, decision="restart", reason=reason,
                          **({"state": state} if state else {}))
-        device.open(self.app.entry)
         if self.app.fresh_start:
-            device.clear_data(self.app.entry)
-            device.open(self.app.entry)
+            device.clear_data(self.app.entry)  # reaches the entry's origin itself when it has to
+        device.open(self.app.entry)
         device.settle()
         values = {"locale": self.profile.locale, "color_scheme": self.profile.color_scheme,
                   "profile": self.profile.key}

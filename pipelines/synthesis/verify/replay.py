@@ -166,11 +166,10 @@ class ExplorerReplayer:
             from explorers.scripts import is_present, run_step
 
             entry = app.entry if app is not None else traj.steps[0].observation.location
-            device.open(entry)
             if str(traj.steps[0].observation.platform) == "web":
                 with contextlib.suppress(Exception):
                     device.clear_data(entry)  # a fresh app session: no notes or settings from earlier replays
-                device.open(entry)
+            device.open(entry)
             device.settle()
             if app is None:
                 return
