@@ -9,6 +9,7 @@ directory and the run ends with a summary people can read (and a graph page and 
 from __future__ import annotations
 
 import json
+import shutil
 import threading
 import time
 from collections.abc import Callable
@@ -21,6 +22,8 @@ from rich.table import Table
 
 from explorers.demo_app.crawl_config import APP_ID, app_config
 from pipelines.nightly.atomic import point_symlink
+
+STAGE_DIRS = ("graph", "synth", "dataset", "train")
 
 
 @dataclass
@@ -71,6 +74,11 @@ def run_demo(settings: DemoSettings, console: Console | None = None) -> DemoRepo
     out = settings.out.resolve()
     settings.out = out
     out.mkdir(parents=True, exist_ok=True)
+    # A demo run shows the whole pipeline once: a second run over the last one's outputs would resume a finished
+    # crawl, curate nothing but duplicates of the last version and have nothing to train on. Start clean; the
+    # tiny model (built once) and the logs stay.
+    for stage in STAGE_DIRS:
+        shutil.rmtree(out / stage, ignore_errors=True)
     report = DemoReport()
 
     server = make_server("127.0.0.1", 0)
