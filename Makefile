@@ -6,13 +6,20 @@ SHELL := /bin/bash
 VENV_PY := .venv/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: bootstrap test demo lint
+FAST_TIER := not browser and not server and not e2e and not slow
+
+.PHONY: bootstrap test test-fast typecheck demo lint
 
 bootstrap:
 	./scripts/bootstrap.sh
 
+# Every tier: what CI runs (.ci/run) and what the README documents.
 test: bootstrap
 	$(VENV_PY) -m pytest -q $(PYTEST_ARGS)
+
+# The fast tier for development: no browser, no servers, no end-to-end jobs (markers in tests/conftest.py).
+test-fast: bootstrap
+	$(VENV_PY) -m pytest -q -m "$(FAST_TIER)" $(PYTEST_ARGS)
 
 demo: bootstrap
 	.venv/bin/trajforge demo

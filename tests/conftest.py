@@ -30,6 +30,37 @@ def require(condition: bool, what: str, hint: str) -> None:
 
 BOOTSTRAP_HINT = "run `make bootstrap` (scripts/bootstrap.sh)"
 
+# Test tiers. Unmarked tests are the fast tier (`make test-fast`, < 3 minutes, no browser, no servers); CI runs
+# every tier (`make test`). A test that uses one of these fixtures, directly or through another fixture, gets the
+# tier's marker automatically, so a new browser test cannot slip into the fast tier by forgetting a decorator.
+TIER_MARKERS = {
+    "browser": "starts Chromium, chromedriver or Appium",
+    "server": "starts another real server (demo app, PostgreSQL, a third-party app, an HTTP server)",
+    "e2e": "runs a whole CLI job or pipeline end to end",
+    "slow": "takes more than a few seconds for another reason",
+}
+TIER_FIXTURES = {
+    "chromium_binary": "browser",
+    "chromedriver_url": "browser",
+    "appium_url": "browser",
+    "browser_profile_dir": "browser",
+    "demo_app_url": "server",
+    "pg_server": "server",
+}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for name, doc in TIER_MARKERS.items():
+        config.addinivalue_line("markers", f"{name}: {doc}")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        used = set(getattr(item, "fixturenames", ()))
+        for fixture, marker in TIER_FIXTURES.items():
+            if fixture in used:
+                item.add_marker(marker)
+
 
 @pytest.fixture(scope="session")
 def server_log_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:

@@ -37,6 +37,8 @@ from explorers.settle import SettleConfig
 from schemas import Action, ActionType, Platform
 from tests import servers
 
+pytestmark = pytest.mark.browser
+
 FIXTURES = Path(__file__).parent / "fixtures" / "android"
 NOTES_APP = FIXTURES / "notes_fake_app.xml"  # a notes app with status bar, navigation bar and keyboard windows
 SHADE_APP = FIXTURES / "notification_shade_fake_app.xml"  # only System UI windows: no app package in the source

@@ -18,6 +18,8 @@ from pipelines.curation.expectations import ExpectationsFailed
 from pipelines.curation.pipeline import curate
 from tests.corpus import build_corpus
 
+pytestmark = pytest.mark.e2e
+
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):

@@ -15,6 +15,8 @@ from pipelines.curation.pipeline import curate
 from pipelines.curation.progress import count_input_records
 from tests.corpus import build_corpus
 
+pytestmark = pytest.mark.e2e
+
 ROOT = Path(__file__).resolve().parent.parent
 NOISE = ("apitools not found", "ephemeral docs site", "Loading weights")
 

@@ -17,6 +17,8 @@ from pipelines.curation.dataset import versions
 from pipelines.curation.pipeline import curate
 from tests.corpus import build_corpus
 
+pytestmark = pytest.mark.e2e
+
 
 def _port() -> int:
     with socket.socket() as s:

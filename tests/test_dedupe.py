@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from filters.hash_clusters import brute_force_pairs, candidate_pairs, cluster_hashes
 from filters.screenshot import inspect_bytes
@@ -16,6 +17,7 @@ def _pr(pred: list[bool], truth: list[bool]) -> tuple[float, float]:
     return tp / max(1, sum(pred)), tp / max(1, sum(truth))
 
 
+@pytest.mark.slow
 def test_default_thresholds_separate_recaptures_from_other_screens():
     pairs = labeled_pairs(48, seed=3)
     cfg = CurateConfig.__dataclass_fields__
@@ -46,6 +48,7 @@ def test_multi_index_hashing_finds_exactly_the_brute_force_pairs():
     assert len(set(labels.tolist())) == 3000
 
 
+@pytest.mark.slow
 def test_text_clusterers_link_paraphrases_but_not_other_arguments():
     texts = ["Add a note about groceries", "Create a new note about groceries", "Log in as alice",
              "Log in as bob", "Add a note about groceries!"]

@@ -18,6 +18,8 @@ from typer.testing import CliRunner
 from pipelines.cli import app
 from training.metrics import read_metrics
 
+pytestmark = pytest.mark.slow
+
 runner = CliRunner()
 
 

@@ -7,6 +7,7 @@ import json
 import re
 from urllib.parse import quote
 
+import pytest
 import test_review_support as rs
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
@@ -20,6 +21,8 @@ from pipelines.review.db import make_engine
 from pipelines.review.gate import apply_labels
 from schemas import BlobStore
 from schemas.recordio import iter_records, write_jsonl
+
+pytestmark = pytest.mark.e2e
 
 CSRF_RE = re.compile(r'name="csrf_token" value="([0-9a-f]{64})"')
 

@@ -18,7 +18,7 @@ from pipelines.review.export import export_labels
 from pipelines.review.labels import LabelError, add_label, iter_labels, latest_by_annotator
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.server)])
 def engine(request, tmp_path):
     url = f"sqlite:///{tmp_path / 'labels.sqlite'}" if request.param == "sqlite" else request.getfixturevalue("pg_url")
     eng = make_engine(url)

@@ -36,6 +36,8 @@ from pipelines.synthesis.calls import Call
 from pipelines.synthesis.prompts import load_prompts
 from pipelines.synthesis.runner import SynthConfig, run_synthesis
 
+pytestmark = pytest.mark.e2e
+
 CONFIG = SynthConfig(languages=["en", "zh"], batch_size=4)
 
 

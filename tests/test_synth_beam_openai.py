@@ -19,6 +19,8 @@ from pipelines.synthesis.beam_pipeline import run_synthesis_beam
 from pipelines.synthesis.factory import BackendSpec
 from pipelines.synthesis.runner import run_synthesis
 
+pytestmark = [pytest.mark.e2e, pytest.mark.server]
+
 
 def test_beam_openai_matches_inprocess_and_reruns_without_requests(fake_server: str, tmp_path: Path,  # noqa: F811
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:

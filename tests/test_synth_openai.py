@@ -116,6 +116,8 @@ from schemas import BBox, BlobStore, Element  # noqa: E402
 from schemas.recordio import write_parquet  # noqa: E402
 from tests import servers  # noqa: E402
 
+pytestmark = pytest.mark.server
+
 
 @pytest.fixture(scope="module")
 def fake_server(server_log_dir: Path):
