@@ -13,7 +13,7 @@ from schemas.errors import FieldError, RecordValidationError
 from schemas.observation import DeviceProfile, Observation, Platform
 from schemas.reject import Reject
 from schemas.sample import Sample, samples_from_trajectory
-from schemas.trajectory import Lineage, Step, Task, Trajectory, Verification
+from schemas.trajectory import Goal, GoalKind, Lineage, Step, Task, Trajectory, Verification
 from schemas.transition import Transition
 from schemas.version import SCHEMA_VERSION
 
@@ -26,6 +26,8 @@ __all__ = [
     "DeviceProfile",
     "Element",
     "FieldError",
+    "Goal",
+    "GoalKind",
     "Lineage",
     "Observation",
     "Platform",

@@ -101,7 +101,20 @@ ACTION = pa.struct(
     ]
 )
 
-TASK = pa.struct([("id", STR), ("instruction", STR), ("app_id", STR), ("language", STR)])
+GOAL = pa.struct(
+    [
+        ("kind", STR),
+        ("state", STR),
+        ("observation_id", STR),
+        ("location", STR),
+        ("must_show", pa.list_(STR)),
+        ("answer", STR),
+        ("summary", STR),
+    ]
+)
+
+# 1.2 appended ``goal`` (nullable): trajectories written by 1.1 read back with no goal.
+TASK = pa.struct([("id", STR), ("instruction", STR), ("app_id", STR), ("language", STR), ("goal", GOAL)])
 
 STEP = pa.struct(
     [
@@ -112,6 +125,7 @@ STEP = pa.struct(
         ("reasoning", STR),
         ("accepted_actions", pa.list_(ACTION)),
         ("next_observation_id", STR),
+        ("train_target", BOOL),  # 1.2
     ]
 )
 
@@ -124,6 +138,7 @@ LINEAGE = pa.struct(
         ("prompt_version", STR),
         ("pipeline_version", STR),
         ("source_ids", pa.list_(STR)),
+        ("negative", BOOL),  # 1.2
     ]
 )
 
@@ -203,6 +218,7 @@ SAMPLE_SCHEMA = pa.schema(
         pa.field("num_apps", I32),
         pa.field("gesture_complexity", F64),
         pa.field("distractions", I32),
+        pa.field("train_target", BOOL),  # 1.2
     ],
     metadata=_meta("sample"),
 )

@@ -51,6 +51,8 @@ class Sample(Record):
     scores: dict[str, float] = Field(default_factory=dict)
     lineage: Lineage = Field(default_factory=Lineage)
     content_hash: str = ""
+    # False for a recovery trajectory's deliberate mistake: context for later steps, masked out of the SFT loss.
+    train_target: bool = True
 
     @model_validator(mode="after")
     def _consistent(self) -> Sample:
@@ -107,5 +109,6 @@ def samples_from_trajectory(
             content_hash=sample_content_hash(
                 traj.task.instruction, obs.screenshot_sha256, step.action, step.instruction
             ),
+            train_target=step.train_target,
         )
         history.append(step.instruction or step.action.describe())

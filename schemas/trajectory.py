@@ -20,6 +20,36 @@ class Verification(StrEnum):
     HUMAN = "human"  # accepted by an annotator
 
 
+class GoalKind(StrEnum):
+    """What kind of end a task asks for; tasks are chosen goal-first from the graph (see pipelines/synthesis)."""
+
+    SCREEN = "screen"  # reach a distinct screen (a settings page, a dialog)
+    ITEM = "item"  # open one specific item (a note, a product) among its siblings
+    CREATE = "create"  # a form submitted that creates something
+    EDIT = "edit"  # a form submitted that changes something that exists
+    SETTING = "setting"  # a preference committed (language, theme)
+    ANSWER = "answer"  # a question answered from what the screen shows
+
+
+class Goal(Record):
+    """What must hold when a task is done: checked at the last step by replay and by policy rollouts.
+
+    ``observation_id`` names a capture of the goal screen in the graph the task came from, which is what replay
+    compares the device's final screen with (state identity, as the explorers define it); ``must_show`` lists
+    texts the final screen must show (the created note's title, the chosen language's label) so that reaching
+    the right screen without the committed change does not count; ``answer`` is the expected reply of a
+    question task (its terminal step's text).
+    """
+
+    kind: GoalKind
+    state: str = ""  # the explorers' abstract state id of the goal screen
+    observation_id: str = ""
+    location: str = ""  # URL / activity of the goal screen ("" when it says nothing)
+    must_show: list[str] = Field(default_factory=list)
+    answer: str | None = None
+    summary: str = ""  # one line: what was achieved ("note 'Groceries' created")
+
+
 class Task(Record):
     """A high-level instruction a user would actually give ("Rename the note 'Groceries' to 'Food'")."""
 
@@ -27,6 +57,7 @@ class Task(Record):
     instruction: str = Field(min_length=1)
     app_id: str = Field(min_length=1)
     language: str = "en"
+    goal: Goal | None = None  # None for imported tasks whose end state is not known
 
     @field_validator("instruction")
     @classmethod
@@ -41,7 +72,9 @@ class Step(Record):
 
     ``instruction`` is the low-level, single-step instruction ("Tap the Save button"); ``reasoning`` is the
     short chain of thought preceding the action. ``accepted_actions`` lists other actions that are equally
-    correct here (partial verifiability: rewards should accept any of them).
+    correct here (partial verifiability: rewards should accept any of them). ``train_target`` is False for a
+    step that is part of the context but must not be learned: the deliberate mistake in a recovery trajectory
+    (trainers mask its loss; the steps after it, the reflection included, are targets).
     """
 
     index: int = Field(ge=0)
@@ -51,6 +84,7 @@ class Step(Record):
     reasoning: str | None = None
     accepted_actions: list[Action] = Field(default_factory=list)
     next_observation_id: str | None = None
+    train_target: bool = True
 
 
 class Lineage(Record):
@@ -63,6 +97,9 @@ class Lineage(Record):
     prompt_version: str | None = None
     pipeline_version: str | None = None
     source_ids: list[str] = Field(default_factory=list)  # ids in the source dataset / graph edges
+    # A deliberately corrupted copy (noise injection): a negative for critics and process-reward models, never a
+    # demonstration. Trainers exclude such records unless asked for negatives.
+    negative: bool = False
 
 
 class Trajectory(Record):
