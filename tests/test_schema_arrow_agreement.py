@@ -42,7 +42,7 @@ def _compatible(tp: object, arrow: pa.DataType, where: str) -> list[str]:
     if origin is dict:  # scores: a list of name/value structs (no map type: not every reader handles it)
         ok = pa.types.is_list(arrow) and pa.types.is_struct(arrow.value_type)
         return [] if ok else [f"{where}: dict stored as {arrow}"]
-    if isinstance(tp, type) and issubclass(tp, Enum) or tp is str:
+    if (isinstance(tp, type) and issubclass(tp, Enum)) or tp is str:
         return [] if pa.types.is_string(arrow) else [f"{where}: str stored as {arrow}"]
     if tp is bool:
         return [] if pa.types.is_boolean(arrow) else [f"{where}: bool stored as {arrow}"]
