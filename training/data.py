@@ -63,6 +63,9 @@ class DataConfig:
     batch_rows: int = 64
     seed: int = 0
     blob_store: str | None = None  # where screenshots live when shards reference them by sha256
+    # Noise-injected copies (``lineage.negative``) are negatives for critics, never demonstrations: excluded unless
+    # a run asks for them (a critic / process-reward-model run).
+    include_negatives: bool = False
 
 
 @dataclass
@@ -70,6 +73,37 @@ class Rejected:
     """A row the stream could not use; the trainer writes it out rather than dropping it silently."""
 
     reject: Reject
+
+
+@dataclass
+class Excluded:
+    """A valid row deliberately not trained on (a noise negative, or a recovery trajectory's wrong step).
+
+    It travels through the loader like ``Rejected`` so the trainer can count it and resume positions stay exact,
+    but it is not an error: nothing is written to the rejects file.
+    """
+
+    record_id: str
+    reason: str  # one of EXCLUSION_REASONS
+
+
+EXCLUSION_REASONS = ("negative", "not_train_target")
+
+
+def exclusion(s: Sample, include_negatives: bool = False) -> str | None:
+    """Why ``s`` must not be a training target, or None when it may be.
+
+    - ``negative``: a noise-injected copy (``lineage.negative``), unless negatives are asked for;
+    - ``not_train_target``: a step that is context only (``train_target`` False: the deliberate wrong step of a
+      recovery trajectory). Its action is wrong by construction, so it is never a target — not for SFT, not as
+      GRPO ground truth, not as an evaluation gold — whatever the config; the later steps' history still
+      mentions it, which is the point of a recovery trajectory.
+    """
+    if s.lineage.negative and not include_negatives:
+        return "negative"
+    if not s.train_target:
+        return "not_train_target"
+    return None
 
 
 @dataclass
@@ -313,10 +347,14 @@ class SFTStream(torch.utils.data.IterableDataset):
         self.rows = rows
         self.renderer = renderer
 
-    def __iter__(self) -> Iterator[Example | Rejected]:
+    def __iter__(self) -> Iterator[Example | Rejected | Excluded]:
         for item in self.rows:
             if isinstance(item, Rejected):
                 yield item
+                continue
+            reason = exclusion(item, self.renderer.cfg.include_negatives)
+            if reason is not None:
+                yield Excluded(item.id, reason)
                 continue
             try:
                 for r in self.renderer.render(item):
@@ -331,19 +369,24 @@ class Batch:
     tensors: dict[str, torch.Tensor]
     rejects: list[Reject]
     ids: list[str]
-    n_items: int = 0  # stream items this batch consumed (examples + rejects): the resume position
+    n_items: int = 0  # stream items this batch consumed (examples + rejects + exclusions): the resume position
+    excluded: dict[str, int] = field(default_factory=dict)  # reason → rows deliberately not trained on
 
     @property
     def size(self) -> int:
         return len(self.ids)
 
 
-def collate(items: list[Example | Rejected], pad_id: int, image_token_id: int) -> Batch:
-    """Right-pad token rows; concatenate image patches. Rejects travel alongside, never silently dropped."""
+def collate(items: list[Example | Rejected | Excluded], pad_id: int, image_token_id: int) -> Batch:
+    """Right-pad token rows; concatenate image patches. Rejects and exclusions travel alongside, counted."""
     ex = [i for i in items if isinstance(i, Example)]
     rejects = [i.reject for i in items if isinstance(i, Rejected)]
+    excluded: dict[str, int] = {}
+    for i in items:
+        if isinstance(i, Excluded):
+            excluded[i.reason] = excluded.get(i.reason, 0) + 1
     if not ex:
-        return Batch({}, rejects, [], len(items))
+        return Batch({}, rejects, [], len(items), excluded)
     n = max(len(e.input_ids) for e in ex)
     ids = torch.full((len(ex), n), pad_id, dtype=torch.long)
     labels = torch.full((len(ex), n), IGNORE, dtype=torch.long)
@@ -361,4 +404,4 @@ def collate(items: list[Example | Rejected], pad_id: int, image_token_id: int) -
         "pixel_values": torch.cat([e.pixel_values for e in ex]),
         "image_grid_thw": torch.cat([e.image_grid_thw for e in ex]),
     }
-    return Batch(tensors, rejects, [e.sample_id for e in ex], len(items))
+    return Batch(tensors, rejects, [e.sample_id for e in ex], len(items), excluded)

@@ -23,7 +23,7 @@ import torch
 from tqdm.auto import tqdm
 
 from schemas.action import POINTED, ActionType
-from training.data import DataConfig, Rejected, Renderer, ShardStream, shard_files
+from training.data import DataConfig, Rejected, Renderer, ShardStream, exclusion, shard_files
 from training.rewards import action_matches, predicted_action
 from training.tiny import load_model_and_processor
 
@@ -38,7 +38,7 @@ def evaluate(model_path: Path, data: Path, data_cfg: DataConfig | None = None, l
     renderer = Renderer(tok, ip, model.config.model_type, cfg)
     eos = tok.convert_tokens_to_ids("<|im_end|>")
     n = type_ok = success = pointed = grounded = invalid = 0
-    rejected = 0
+    rejected = excluded = 0
     rows: list[dict[str, Any]] = []
     bar = tqdm(desc="eval", total=limit, disable=not progress)
     for item in ShardStream(shard_files(data), cfg.batch_rows):
@@ -46,6 +46,9 @@ def evaluate(model_path: Path, data: Path, data_cfg: DataConfig | None = None, l
             break
         if isinstance(item, Rejected):
             rejected += 1
+            continue
+        if exclusion(item) is not None:  # a noise negative or a deliberate wrong step is no gold to score against
+            excluded += 1
             continue
         r = renderer.render(item)[0]
         ids = torch.tensor([tok(r.prompt, add_special_tokens=False)["input_ids"]], device=device)
@@ -78,6 +81,7 @@ def evaluate(model_path: Path, data: Path, data_cfg: DataConfig | None = None, l
         "invalid_rate": invalid / n if n else 0.0,
         "pointed_steps": pointed,
         "rejected_rows": rejected,
+        "excluded_rows": excluded,
         "model": str(model_path),
         "data": str(data),
     }

@@ -18,6 +18,7 @@ import contextlib
 import math
 import random
 import time
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import partial
@@ -120,14 +121,20 @@ def sft_batches(cfg: TrainConfig, files: list[Path], renderer: Renderer, tok: An
             SFTStream(rows, renderer), batch_size=cfg.optim.batch_size, num_workers=cfg.run.num_workers,
             collate_fn=partial(collate, pad_id=tok.pad_token_id, image_token_id=image_token_id),
         )
-        seen = 0
+        seen, examples, excluded = 0, 0, Counter[str]()
         for batch in loader:
             seen += batch.n_items
+            examples += batch.size
+            excluded.update(batch.excluded)
             if seen <= consumed:
                 continue  # already trained on before the resume point
             yield epoch, batch
         if seen == 0:
             raise ValueError("the dataset yielded no rows")
+        if examples == 0:
+            why = ", ".join(f"{n} {reason}" for reason, n in sorted(excluded.items())) or "every row was rejected"
+            raise ValueError(f"the dataset has no trainable rows ({why}; noise negatives are used only with "
+                             "data.include_negatives: true, and train_target=false steps never)")
         epoch, consumed = epoch + 1, 0
 
 
@@ -145,14 +152,18 @@ def train_sft(cfg: TrainConfig, data: Path, model_path: Path, out: Path, resume:
         t0 = time.perf_counter()
         s.optimizer.zero_grad(set_to_none=True)
         total, n_tokens, n_examples = 0.0, 0, 0
-        for _ in range(cfg.optim.grad_accum):
+        micro = 0
+        while micro < cfg.optim.grad_accum:  # batches of only rejects / exclusions do not count as micro-batches
             epoch, batch = next(batches)
             s.rejects.write(batch.rejects)
             if epoch != s.state["epoch"]:
                 s.state["epoch"], s.state["consumed"] = epoch, 0
             s.state["consumed"] += batch.n_items
+            for reason, n in batch.excluded.items():
+                s.state.setdefault("excluded", {})[reason] = s.state.get("excluded", {}).get(reason, 0) + n
             if not batch.size:
                 continue
+            micro += 1
             t = batch.tensors
             with s.autocast():
                 logits = s.model(**model_inputs(t, s.device)).logits
@@ -177,23 +188,30 @@ def train_sft(cfg: TrainConfig, data: Path, model_path: Path, out: Path, resume:
     bar.close()
     s.metrics.close()
     final = save_final(s, out)
-    return {"steps": s.state["step"], "loss": loss_value, "final": str(final)}
+    return {"steps": s.state["step"], "loss": loss_value, "excluded": s.state.get("excluded", {}),
+            "final": str(final)}
 
 
 # --- GRPO -------------------------------------------------------------------------------------------------------
 
 def load_pool(cfg: TrainConfig, files: list[Path], rejects: RejectsLog, limit: int) -> list[Any]:
     """The prompt pool: up to ``limit`` validated samples (GRPO needs random access, so the pool is bounded)."""
-    from training.data import Rejected
+    from training.data import Rejected, exclusion
 
     pool = []
+    excluded: Counter[str] = Counter()
     for item in ShardStream(files, cfg.data.batch_rows, 0, cfg.data.seed):
         if isinstance(item, Rejected):
             rejects.write([item.reject])
+            continue
+        reason = exclusion(item, cfg.data.include_negatives)
+        if reason is not None:
+            excluded[reason] += 1  # a wrong action is no ground truth to reward against
         elif len(pool) < limit:
             pool.append(item)
     if not pool:
-        raise ValueError("no valid samples to build GRPO prompts from")
+        why = f" ({', '.join(f'{n} {r}' for r, n in sorted(excluded.items()))} excluded)" if excluded else ""
+        raise ValueError(f"no valid samples to build GRPO prompts from{why}")
     return pool
 
 
