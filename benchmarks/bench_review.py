@@ -24,12 +24,12 @@ import test_review_support as rs
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
 
-from pipelines.review.app import ReviewConfig, create_app
-from pipelines.review.auth import add_annotator
-from pipelines.review.dataset import open_dataset
-from pipelines.review.db import make_engine
-from pipelines.review.gate import apply_labels
-from pipelines.review.labels import add_label
+from review.app import ReviewConfig, create_app
+from review.auth import add_annotator
+from review.dataset import open_dataset
+from review.db import make_engine
+from review.gate import apply_labels
+from review.labels import add_label
 
 CSRF_RE = re.compile(r'name="csrf_token" value="([0-9a-f]{64})"')
 

@@ -24,10 +24,10 @@ from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.ui import WebDriverWait
 from sqlalchemy.orm import Session
 
-from pipelines.review.dataset import open_dataset
-from pipelines.review.db import make_engine
-from pipelines.review.labels import iter_labels
-from pipelines.review.queue import order
+from review.dataset import open_dataset
+from review.db import make_engine
+from review.labels import iter_labels
+from review.queue import order
 from tests import servers
 
 WAIT_S = 20.0

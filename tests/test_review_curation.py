@@ -15,10 +15,10 @@ from sqlalchemy.orm import Session
 from pipelines.curation.config import CurateConfig
 from pipelines.curation.dataset import versions
 from pipelines.curation.pipeline import curate
-from pipelines.review.app import ReviewConfig, create_app
-from pipelines.review.auth import add_annotator
-from pipelines.review.db import make_engine
-from pipelines.review.gate import apply_labels
+from review.app import ReviewConfig, create_app
+from review.auth import add_annotator
+from review.db import make_engine
+from review.gate import apply_labels
 from schemas import BlobStore
 from schemas.recordio import iter_records, write_jsonl
 

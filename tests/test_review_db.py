@@ -11,11 +11,11 @@ from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
-from pipelines.review import agreement
-from pipelines.review.auth import AuthError, add_annotator, authenticate, hash_password, verify_password
-from pipelines.review.db import make_engine
-from pipelines.review.export import export_labels
-from pipelines.review.labels import LabelError, add_label, iter_labels, latest_by_annotator
+from review import agreement
+from review.auth import AuthError, add_annotator, authenticate, hash_password, verify_password
+from review.db import make_engine
+from review.export import export_labels
+from review.labels import LabelError, add_label, iter_labels, latest_by_annotator
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.server)])

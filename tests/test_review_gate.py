@@ -12,11 +12,11 @@ import test_review_support as rs
 from pg import pg_server, pg_url  # noqa: F401  (fixtures)
 from sqlalchemy.orm import Session
 
-from pipelines.review.auth import add_annotator
-from pipelines.review.dataset import open_dataset
-from pipelines.review.db import make_engine
-from pipelines.review.gate import GateError, apply_labels
-from pipelines.review.labels import add_label
+from review.auth import add_annotator
+from review.dataset import open_dataset
+from review.db import make_engine
+from review.gate import GateError, apply_labels
+from review.labels import add_label
 from schemas.recordio import iter_records
 from schemas.sample import sample_content_hash
 

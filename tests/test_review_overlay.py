@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pipelines.review.overlay import shapes_for
+from review.overlay import shapes_for
 from schemas import Action, BBox
 
 W, H = 1280, 720

@@ -16,12 +16,12 @@ import test_review_support as rs
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
 
-from pipelines.review.app import ReviewConfig, create_app
-from pipelines.review.auth import add_annotator
-from pipelines.review.dataset import open_dataset
-from pipelines.review.db import make_engine
-from pipelines.review.labels import iter_labels
-from pipelines.review.queue import order
+from review.app import ReviewConfig, create_app
+from review.auth import add_annotator
+from review.dataset import open_dataset
+from review.db import make_engine
+from review.labels import iter_labels
+from review.queue import order
 
 CSRF_RE = re.compile(r'name="csrf_token" value="([0-9a-f]{64})"')
 
@@ -228,7 +228,7 @@ def test_wrong_passwords_are_throttled_per_user_name_and_a_good_login_clears_the
 def test_a_login_sweeps_expired_sessions(env):
     from datetime import timedelta
 
-    from pipelines.review.db import LoginSession, utcnow
+    from review.db import LoginSession, utcnow
 
     app, engine, _ = env
     login(app, "alice", "alice-password")
@@ -242,7 +242,7 @@ def test_a_login_sweeps_expired_sessions(env):
 
 
 def test_login_throttle_window_slides() -> None:
-    from pipelines.review.throttle import LoginThrottle
+    from review.throttle import LoginThrottle
 
     now = [1000.0]
     t = LoginThrottle(max_failures=3, window_s=60, clock=lambda: now[0])

@@ -32,8 +32,8 @@ def register(app: typer.Typer) -> None:
         """Serve the review web app for one dataset version."""
         import uvicorn
 
-        from pipelines.review.app import ReviewConfig, create_app
-        from pipelines.review.dataset import DatasetError
+        from review.app import ReviewConfig, create_app
+        from review.dataset import DatasetError
 
         console = Console()
         try:
@@ -60,8 +60,8 @@ def register(app: typer.Typer) -> None:
         """Create an annotator account (password hashed with scrypt)."""
         from sqlalchemy.orm import Session
 
-        from pipelines.review.auth import AuthError, add_annotator
-        from pipelines.review.db import make_engine
+        from review.auth import AuthError, add_annotator
+        from review.db import make_engine
 
         engine = make_engine(db)
         try:
@@ -80,8 +80,8 @@ def register(app: typer.Typer) -> None:
         latest: bool = typer.Option(False, help="Only each annotator's latest verdict per sample (default: all)."),
     ) -> None:
         """Export labels (the full audit trail by default) with annotator, time and content hash."""
-        from pipelines.review.db import make_engine
-        from pipelines.review.export import export_labels
+        from review.db import make_engine
+        from review.export import export_labels
 
         try:
             n = export_labels(make_engine(db), out, fmt, latest_only=latest)
@@ -100,8 +100,8 @@ def register(app: typer.Typer) -> None:
         overwrite: bool = typer.Option(False, help="Replace --out if it exists (otherwise refuse)."),
     ) -> None:
         """Human gate: drop rejected steps, apply edits, write the next dataset version with counts."""
-        from pipelines.review.db import make_engine
-        from pipelines.review.gate import GateError, apply_labels
+        from review.db import make_engine
+        from review.gate import GateError, apply_labels
 
         console = Console()
         try:

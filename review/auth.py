@@ -18,7 +18,7 @@ from datetime import timedelta
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
-from pipelines.review.db import Annotator, LoginSession, utcnow
+from review.db import Annotator, LoginSession, utcnow
 
 SCRYPT_N, SCRYPT_R, SCRYPT_P, SCRYPT_DKLEN = 2**14, 8, 1, 32
 SESSION_TTL = timedelta(hours=12)

@@ -14,7 +14,7 @@ from datetime import datetime
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from pipelines.review.db import REJECT_REASONS, Annotator, Label, Verdict
+from review.db import REJECT_REASONS, Annotator, Label, Verdict
 
 MAX_TEXT = 20_000
 

@@ -14,7 +14,7 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from pipelines.review.dataset import DatasetVersion
+from review.dataset import DatasetVersion
 
 STRATEGIES = {
     "random": "Random",

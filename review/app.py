@@ -29,11 +29,11 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session
 
-from pipelines.review import agreement
-from pipelines.review.auth import authenticate, csrf_ok, end_session, session_for, start_session
-from pipelines.review.dataset import SampleReader, SampleRef, open_dataset
-from pipelines.review.db import REJECT_REASONS, Annotator, Label, LoginSession, Verdict, make_engine
-from pipelines.review.labels import (
+from review import agreement
+from review.auth import authenticate, csrf_ok, end_session, session_for, start_session
+from review.dataset import SampleReader, SampleRef, open_dataset
+from review.db import REJECT_REASONS, Annotator, Label, LoginSession, Verdict, make_engine
+from review.labels import (
     LabelError,
     add_label,
     annotators_per_sample,
@@ -42,9 +42,9 @@ from pipelines.review.labels import (
     labelled_by,
     latest_by_annotator,
 )
-from pipelines.review.overlay import shapes_for
-from pipelines.review.queue import STRATEGIES, Policy, next_in_queue, order
-from pipelines.review.throttle import LoginThrottle
+from review.overlay import shapes_for
+from review.queue import STRATEGIES, Policy, next_in_queue, order
+from review.throttle import LoginThrottle
 from schemas.errors import RecordValidationError
 
 HERE = Path(__file__).resolve().parent

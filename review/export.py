@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
-from pipelines.review.labels import LabelView, iter_labels, latest_by_annotator
+from review.labels import LabelView, iter_labels, latest_by_annotator
 
 FORMATS = ("jsonl", "csv", "parquet")
 FIELDS = [f for f in LabelView.__dataclass_fields__]

@@ -33,9 +33,9 @@ from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session
 
 from pipelines.curation.dataset import clean_stale_staging, new_staging, publish
-from pipelines.review.dataset import DatasetError, open_dataset
-from pipelines.review.db import Label, Verdict
-from pipelines.review.labels import LabelView, iter_labels, latest_by_annotator
+from review.dataset import DatasetError, open_dataset
+from review.db import Label, Verdict
+from review.labels import LabelView, iter_labels, latest_by_annotator
 from schemas import Reject, Sample
 from schemas.arrow import from_row
 from schemas.errors import RecordValidationError
