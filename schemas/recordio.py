@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +19,7 @@ import pyarrow.parquet as pq
 from schemas.arrow import kind_of, to_table
 from schemas.base import Record
 from schemas.errors import FieldError, RecordValidationError
+from schemas.fileio import atomic_open, atomic_path
 from schemas.records import KINDS, parse_record
 
 
@@ -103,42 +103,21 @@ def iter_records(path: str | os.PathLike[str], kind: str | None = None) -> Itera
     raise ValueError(f"{path}: unsupported file type {suffix!r} (use .jsonl, .json or .parquet)")
 
 
-def _atomic_target(path: Path) -> tuple[int, str]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-
-
 def write_parquet(records: Iterable[Record], path: str | os.PathLike[str], kind: str) -> int:
-    """Write records of one kind to a Parquet file atomically; returns the row count."""
+    """Write records of one kind to a Parquet file atomically (``schemas.fileio``); returns the row count."""
     schema: pa.Schema = KINDS[kind].arrow
     rows = list(records)
     table = to_table(rows, schema)
-    target = Path(path)
-    fd, tmp = _atomic_target(target)
-    os.close(fd)
-    try:
+    with atomic_path(path) as tmp:
         pq.write_table(table, tmp, compression="zstd")
-        os.replace(tmp, target)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
     return len(rows)
 
 
 def write_jsonl(records: Iterable[Record], path: str | os.PathLike[str]) -> int:
     """Write records as JSON Lines atomically; returns the count."""
-    target = Path(path)
-    fd, tmp = _atomic_target(target)
     n = 0
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            for r in records:
-                f.write(r.model_dump_json() + "\n")
-                n += 1
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, target)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    with atomic_open(path, "w") as f:
+        for r in records:
+            f.write(r.model_dump_json() + "\n")
+            n += 1
     return n
