@@ -11,7 +11,10 @@ and everything that handles "a click at a point" (grounding checks, overlays, bb
 click variant still has one canonical full name (``full_type``: ``right_click``, ``double_click``, the names
 Qwen2.5-VL / Claude computer-use tools and pyautogui use) for exports, describe() and reward type matching.
 A bare pointer move is its own type, ``hover``: it presses nothing, so calling it a click would be a lie, and
-it is how web/desktop menus and tooltips open. Left button and one click are stored as ``None`` and omitted from
+it is how web/desktop menus and tooltips open. A mouse drag (schema 1.3: select text, move a slider or a file)
+is ``drag`` rather than a swipe: a swipe is a touch gesture whose meaning is its direction (a fling, a page
+turn), a drag is defined by where it starts and ends, and exports spell them differently (AGUVIS
+``mobile.swipe`` vs ``pyautogui.dragTo``). Left button and one click are stored as ``None`` and omitted from
 dumps, so a 1.0 click serializes — and hashes — exactly as before.
 """
 
@@ -43,6 +46,7 @@ class ActionType(StrEnum):
     ANSWER = "answer"
     DONE = "done"
     HOVER = "hover"  # move the pointer without pressing (web / desktop); schema 1.1
+    DRAG = "drag"  # press a mouse button at (x, y), move to (x2, y2), release (web / desktop); schema 1.3
 
 
 class MouseButton(StrEnum):
@@ -83,6 +87,7 @@ PLATFORM_ONLY: dict[ActionType, set[str]] = {
     ActionType.NAVIGATE_HOME: {"android", "ios"},
     ActionType.OPEN_APP: {"android", "ios", "desktop"},
     ActionType.HOVER: {"web", "desktop"},
+    ActionType.DRAG: {"web", "desktop"},
 }
 POINTER_PLATFORMS = {"web", "desktop"}  # where a right / middle button exists
 # Fields added after 1.0: omitted from dumps while unset, so 1.0 records serialize (and hash) unchanged.
@@ -126,11 +131,12 @@ def parse_click_name(name: str) -> tuple[str | None, int | None] | None:
 class Action(Record):
     """One executable action.
 
-    Requirements by type: click / long_press / hover need ``x, y``; swipe needs ``x, y`` and ``x2, y2`` or a
-    ``direction``; scroll needs a ``direction``; type / select / answer need ``text``; key needs ``key``;
-    open_app needs ``app``. Any pointed field requires ``image_width`` and ``image_height``. Only a click may
-    carry ``button`` (``None`` = left) and ``clicks`` (``None`` = 1, at most 3); ``left`` and ``1`` are stored
-    as ``None`` so one click has one representation (equal actions compare, hash and dedupe equal).
+    Requirements by type: click / long_press / hover need ``x, y``; drag needs ``x, y, x2, y2``; swipe needs
+    ``x, y`` and ``x2, y2`` or a ``direction``; scroll needs a ``direction``; type / select / answer need
+    ``text``; key needs ``key``; open_app needs ``app``. Any pointed field requires ``image_width`` and
+    ``image_height``. Only a click may carry ``button`` (``None`` = left) and ``clicks`` (``None`` = 1, at most
+    3); ``left`` and ``1`` are stored as ``None`` so one click has one representation (equal actions compare,
+    hash and dedupe equal).
     """
 
     type: ActionType
@@ -183,6 +189,8 @@ class Action(Record):
             self.x is None or self.y is None or self.x2 is None or self.y2 is None
         ):
             raise ValueError("a swipe needs a start and end point (x, y, x2, y2) or a direction")
+        if t is ActionType.DRAG and (self.x is None or self.y is None or self.x2 is None or self.y2 is None):
+            raise ValueError("a drag needs a start and an end point (x, y, x2, y2)")
         if t is ActionType.SCROLL and self.direction is None:
             raise ValueError("a scroll needs a direction")
         if self.direction is not None and self.direction not in DIRECTIONS:

@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from pipelines.cli import app
-from pipelines.exporters.runner import run_export
+from pipelines.exporters.runner import read_rows, run_export
 from pipelines.importers.runner import run_import
 from schemas import BlobStore, Trajectory
 from schemas.recordio import iter_records, write_parquet
@@ -33,7 +33,7 @@ def imported(out: Path, fmt: str) -> list[Trajectory]:
 
 
 def lines(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines()]
+    return read_rows(path)
 
 
 def assert_same_steps(orig: Trajectory, back: Trajectory, tol: float, reasoning: bool = True) -> None:
@@ -75,9 +75,9 @@ def test_guilibra_sft_round_trip_merges_reasoning_and_direct_variants(shard, tmp
     src, trajs = shard
     exp = tmp_path / "exp"
     summary = run_export("guilibra-sft", src, exp)
-    rows = lines(exp / "guilibra-sft.jsonl")
+    rows = lines(exp / "guilibra-sft.json")
     assert summary.samples == 10 and {r["id"].rsplit(":", 1)[1] for r in rows} == {"reason", "direct"}
-    back = imported_one(exp / "guilibra-sft.jsonl", "guilibra", tmp_path)
+    back = imported_one(exp / "guilibra-sft.json", "guilibra", tmp_path)
     for orig, got in zip(trajs, back, strict=True):
         # 0–1000 grid: a pixel survives to within size/2000 pixels
         assert_same_steps(orig, got, tol=1280 / 2000 + 1e-9)
@@ -88,10 +88,10 @@ def test_aguvis_round_trip(shard, tmp_path: Path) -> None:
     src, trajs = shard
     exp = tmp_path / "exp"
     run_export("aguvis", src, exp)
-    rows = lines(exp / "aguvis.jsonl")
+    rows = lines(exp / "aguvis.json")
     assert rows[0]["conversations"][-1] == {"from": "gpt", "value": "pyautogui.click(x=0.1094, y=0.1944)",
                                             "recipient": "os", "end_turn": True}
-    back = imported_one(exp / "aguvis.jsonl", "aguvis", tmp_path)
+    back = imported_one(exp / "aguvis.json", "aguvis", tmp_path)
     for orig, got in zip(trajs, back, strict=True):
         assert_same_steps(orig, got, tol=1280 * 0.00005 + 1e-6)
 
@@ -103,12 +103,12 @@ def test_guilibra_rl_from_imported_aitw_keeps_x_y_order(tmp_path: Path) -> None:
     exp = tmp_path / "exp"
     result = CliRunner().invoke(app, ["export", "guilibra-rl", "--in", str(out), "--out", str(exp)])
     assert result.exit_code == 0, result.output
-    rows = lines(exp / "guilibra-rl.jsonl")
-    tap = next(r for r in rows if r["gt_action"] == "click")
-    assert tap["gt_point_2d"] == [250, 500]  # AITW touch (y=0.5, x=0.25)
+    rows = [r["answer"] for r in lines(exp / "guilibra-rl.parquet")]
+    tap = next(r for r in rows if r["gt_action"] == "Click")
+    assert tap["gt_point_2d"] == [0.25, 0.5]  # AITW touch (y=0.5, x=0.25), in the 0-1 the reward compares
     x1, y1, x2, y2 = tap["gt_bbox"]
-    assert x1 <= 250 <= x2 and y1 <= 500 <= y2
-    assert next(r for r in rows if r["gt_action"] == "write")["gt_input_text"] == "hello world"
+    assert x1 < 250 < x2 and y1 < 500 < y2
+    assert next(r for r in rows if r["gt_action"] == "Write")["gt_input_text"] == "hello world"
 
 
 def test_missing_screenshot_rejects_only_that_trajectory(shard, tmp_path: Path) -> None:
@@ -119,7 +119,7 @@ def test_missing_screenshot_rejects_only_that_trajectory(shard, tmp_path: Path) 
     result = CliRunner().invoke(app, ["export", "jsonl", "--in", str(src), "--out", str(exp), "--json"])
     assert result.exit_code == 0, result.output
     summary = json.loads(result.output[result.output.index("{"):])
-    assert summary["trajectories"] == 1 and summary["rejected"] == {"blob_missing": 1}
+    assert summary["units"] == 1 and summary["rejected"] == {"blob_missing": 1}
     assert {r["episode_id"] for r in lines(exp / "jsonl.jsonl")} == {trajs[0].id}
     rejects = pq.read_table(exp / "rejects.parquet").to_pylist()
     assert [(r["record_id"], r["stage"], r["reason"]) for r in rejects] == [(trajs[1].id, "export:jsonl",

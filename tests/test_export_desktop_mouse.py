@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
-from pipelines.exporters.runner import run_export
+from pipelines.exporters.runner import read_rows, run_export
 from pipelines.importers.runner import run_import
 from schemas import Trajectory
 from schemas.exporters.coords import Frame
@@ -32,7 +31,7 @@ def imported_mouse(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Traj
 
 
 def _lines(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines()]
+    return read_rows(path)
 
 
 @pytest.mark.parametrize("fmt", list(FORMATS))
@@ -43,7 +42,7 @@ def test_round_trip_keeps_button_clicks_and_hover(fmt: str, imported_mouse, tmp_
     summary = run_export(fmt, src, exp)
     assert summary.trajectories == 1 and not summary.rejected
     back_out = tmp_path / "back"
-    s = run_import(importer, [exp / f"{fmt}.jsonl"], back_out, {"platform": "desktop"})
+    s = run_import(importer, [Path(summary.output)], back_out, {"platform": "desktop"})
     assert not s.rejected, dict(s.rejected)
     (back,) = [p.record for f in (back_out / "trajectories").glob("*.parquet") for p in iter_records(f)]
     assert [st.action.full_type for st in back.steps] == [expected[0] for _, expected in GOOD_STEPS]
@@ -56,16 +55,16 @@ def test_guilibra_names_and_aguvis_code_per_variant(imported_mouse, tmp_path: Pa
     src, _ = imported_mouse
     run_export("guilibra-sft", src, tmp_path / "sft", options={"mix": "direct"})
     types = [parse_target(r["conversations"][-1]["value"])[1]["action_type"]
-             for r in _lines(tmp_path / "sft" / "guilibra-sft.jsonl")]
+             for r in _lines(tmp_path / "sft" / "guilibra-sft.json")]
     assert types == ["DoubleClick", "RightClick", "MiddleClick", "TripleClick", "Hover", "RightClick",
                      "DoubleRightClick", "Click"]
     run_export("guilibra-rl", src, tmp_path / "rl")
-    rl = _lines(tmp_path / "rl" / "guilibra-rl.jsonl")
-    assert [r["gt_action"] for r in rl][:2] == ["doubleclick", "rightclick"]
-    assert rl[1]["gt_point_2d"] == [100, 500] and rl[1]["gt_input_text"] == "no input text"
+    rl = [r["answer"] for r in _lines(tmp_path / "rl" / "guilibra-rl.parquet")]
+    assert [r["gt_action"] for r in rl][:2] == ["DoubleClick", "RightClick"]
+    assert rl[1]["gt_point_2d"] == [0.1, 0.5] and rl[1]["gt_input_text"] == "None"
     assert [rl_to_action(r).full_type for r in rl] == [expected[0] for _, expected in GOOD_STEPS]
     run_export("aguvis", src, tmp_path / "ag")
-    code = [r["conversations"][-1]["value"] for r in _lines(tmp_path / "ag" / "aguvis.jsonl")]
+    code = [r["conversations"][-1]["value"] for r in _lines(tmp_path / "ag" / "aguvis.json")]
     assert code[:5] == ["pyautogui.doubleClick(x=0.5, y=0.25)", "pyautogui.rightClick(x=0.1, y=0.5)",
                         "pyautogui.middleClick(x=0.25, y=0.75)", "pyautogui.tripleClick(x=0.5, y=0.5)",
                         "pyautogui.moveTo(x=0.75, y=0.1)"]

@@ -30,12 +30,14 @@ VALID = {
     ActionType.ANSWER: {"text": "42"},
     ActionType.DONE: {},
     ActionType.HOVER: {"x": 300, "y": 40, "image_width": W, "image_height": H},
+    ActionType.DRAG: {"x": 100, "y": 200, "x2": 600, "y2": 220, "image_width": W, "image_height": H},
 }
 
 MISSING = {
     ActionType.CLICK: ({}, "needs a point"),
     ActionType.LONG_PRESS: ({"x": 1}, "needs a point"),
     ActionType.SWIPE: ({"x": 1, "y": 1, "image_width": W, "image_height": H}, "start and end point"),
+    ActionType.DRAG: ({"x": 1, "y": 1, "direction": "up", "image_width": W, "image_height": H}, "start and an end"),
     ActionType.SCROLL: ({}, "needs a direction"),
     ActionType.TYPE: ({}, "needs text"),
     ActionType.KEY: ({}, "needs a key"),

@@ -36,6 +36,7 @@ ACTIONS = [
     Action(type="answer", text="3 notes"),
     Action(type="done", text="success"),
     Action(type="hover", x=200.0, y=60.0, image_width=W, image_height=H),
+    Action(type="drag", x=200.0, y=600.0, x2=800.0, y2=610.0, image_width=W, image_height=H),
 ]
 
 
@@ -46,8 +47,8 @@ def test_every_action_type_has_a_guilibra_name():
 
 def _semantic(a: Action, with_point: bool = True) -> dict:
     """What must survive export: type, normalized point, value fields."""
-    keys = ("type", "x_norm", "y_norm", "direction", "text", "key", "app") if with_point else (
-        "type", "direction", "text", "key", "app")
+    keys = ("type", "x_norm", "y_norm", "x2_norm", "y2_norm", "direction", "text", "key", "app") if with_point \
+        else ("type", "direction", "text", "key", "app")
     return {k: getattr(a, k) for k in keys}
 
 
@@ -122,10 +123,14 @@ def test_sft_samples_mix_reasoning_and_direct(traj):
     assert kinds.count("reason") == 3 and kinds.count("direct") == 3
     first = samples[0]
     assert [c["from"] for c in first["conversations"]] == ["system", "human", "gpt"]
-    assert first["conversations"][1]["value"].startswith("<image>\nTask: Add a note about groceries")
+    human = first["conversations"][1]["value"]
+    assert human.startswith("<image>Please generate the next move according to the UI screenshot (original image "
+                            "size 1280x720), instruction and previous actions.\n\nInstruction: Add a note about "
+                            "groceries\n\nInteraction History: \n")
+    assert 'if not applicable, use [-100, -100]' in human and "<think>" in human
     assert first["image"] == f"images/{traj.steps[0].observation.screenshot_sha256}.png"
     later = samples[4]["conversations"][1]["value"]
-    assert "1. Do step 0" in later and "2. Do step 1" in later
+    assert "\nStep 1 Action: Do step 0\n" in later and "\nStep 2 Action: Do step 1\n" in later
     json.dumps(samples)  # the whole export is plain JSON
 
 
@@ -142,10 +147,10 @@ def test_sft_round_trip_recovers_actions(traj):
 def test_rl_record_round_trip(traj):
     step = traj.steps[0]
     rec = rl_record(traj, step, image_ref=str)
-    assert rec["gt_action"] == "click"
-    assert rec["gt_point_2d"] == [step.action.x_norm, step.action.y_norm]
+    assert rec["gt_action"] == "Click"
+    assert rec["gt_point_2d"] == [step.action.x / 1280, step.action.y / 720]  # 0-1, what the reward compares
     assert rec["gt_bbox"] == [31, 139, 188, 250]
-    assert rec["gt_input_text"] == "no input text"
+    assert rec["gt_input_text"] == "None"
     assert rec["image_width"] == 1280 and rec["image_height"] == 720
     assert len(rec["accepted_actions"]) == 1
     back = rl_to_action(json.loads(json.dumps(rec)))
@@ -153,5 +158,5 @@ def test_rl_record_round_trip(traj):
     box = step.action.target_bbox
     assert back.target_bbox.as_tuple() == pytest.approx(box.as_tuple(), abs=1)
     typed = rl_record(traj, traj.steps[-1], image_ref=str)
-    assert typed["gt_action"] == "write" and typed["gt_input_text"] == "milk and eggs"
+    assert typed["gt_action"] == "Write" and typed["gt_input_text"] == "milk and eggs"
     assert rl_to_action(typed).text == "milk and eggs"

@@ -1,4 +1,4 @@
-"""``trajforge export FORMAT --in PATH --out DIR``: write trajectory shards in the formats other trainers read."""
+"""``trajforge export FORMAT --in PATH --out DIR``: trajectories or curated shards in the formats trainers read."""
 
 from __future__ import annotations
 
@@ -10,32 +10,61 @@ from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from pipelines.exporters.registry import EXPORTERS
+from pipelines.exporters.options import FAMILIES, ExportOptions
+from pipelines.exporters.registry import FORMATS
 from pipelines.exporters.runner import run_export
+from schemas.exporters.coords import QWEN_VL_UTILS_MAX_PIXELS
 
 
 def register(app: typer.Typer) -> None:
-    formats = ", ".join(f"{n} ({d})" for n, (_, d) in EXPORTERS.items())
+    formats = "; ".join(f"{n}: {f.description}" for n, f in FORMATS.items())
 
-    @app.command("export", help=f"Export trajectory shards. Formats: {formats}.")
+    @app.command("export", help=f"Export trajectories or curated dataset shards for a trainer. Formats — {formats}.")
     def export(
-        fmt: str = typer.Argument(..., metavar="FORMAT", help=f"One of: {', '.join(EXPORTERS)}."),
-        src: Path = typer.Option(..., "--in", exists=True, help="A trajectory shard (.parquet/.jsonl) or a folder "
-                                 "(an import's --out, or a folder of shards)."),
-        out: Path = typer.Option(..., "--out", help="Output folder: FORMAT.jsonl, images/, rejects.parquet."),
-        blobs: str | None = typer.Option(None, "--blobs", help="Blob store with the screenshots (default: the "
-                                         "blobs/ folder next to --in)."),
-        coords: str = typer.Option("norm1000", "--coords", help="guilibra-sft point convention: norm1000 | qwen25."),
-        mix: str = typer.Option("both", "--mix", help="guilibra-sft samples per step: reasoning | direct | both."),
+        fmt: str = typer.Argument(..., metavar="FORMAT", help=f"One of: {', '.join(FORMATS)}."),
+        src: Path = typer.Option(..., "--in", exists=True, help="Trajectory or curated Sample shards: a "
+                                 ".parquet/.jsonl file, an import's --out, a curated DATASET (its current or "
+                                 "newest vNNNN), a vNNNN folder, or a folder of shards."),
+        out: Path = typer.Option(..., "--out", help="Output folder: FORMAT.json/.jsonl/.parquet, images/ (for "
+                                 "JSON formats), rejects.parquet."),
+        blobs: str | None = typer.Option(None, "--blobs", help="Blob store with the screenshots rows do not "
+                                         "embed (default: a blobs/ folder next to --in)."),
+        family: str | None = typer.Option(None, "--family", help="Model family whose conventions the targets "
+                                          "follow: qwen2.5-vl (Qwen2.5-VL: point_2d in pixels on the "
+                                          "smart_resized image, <think>), qwen3-vl (Qwen3-VL: 0-1000, "
+                                          "<thinking>), qwen2-vl (Qwen2-VL: 0-1000, <think>)."),
+        coords: str | None = typer.Option(None, "--coords", help="Override the point convention: norm1000 "
+                                          "(Qwen2-VL / Qwen3-VL) | qwen25 (Qwen2.5-VL resized pixels). "
+                                          "Default: the family's, else norm1000."),
+        think_tag: str | None = typer.Option(None, "--think-tag", help="Override the reasoning tag: think "
+                                             "(GUI-Libra's Qwen2.5-VL models) | thinking (its Qwen3-VL models)."),
+        max_pixels: int = typer.Option(QWEN_VL_UTILS_MAX_PIXELS, "--max-pixels", min=56 * 56,
+                                       help="qwen25 only: the pixel bound of the resize the trainer applies "
+                                       "(default 16384*28*28, qwen_vl_utils' and GUI-Libra SFT's; pass your "
+                                       "processor's max_pixels if it is lower)."),
+        mix: str = typer.Option("both", "--mix", help="SFT / TRL rows per step: reasoning | direct | both "
+                                "(GUI-Libra's 1:1 mix)."),
+        images: str | None = typer.Option(None, "--images", help="embed (screenshots inside Parquet rows) | "
+                                          "path (an images/ folder); default: the format's."),
+        include_negatives: bool = typer.Option(False, "--include-negatives", help="Also export noise-injected "
+                                               "negative copies (lineage.negative), e.g. for a critic."),
+        split: str = typer.Option("train", "--split", help="Split name written into extra_info."),
         json_summary: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
     ) -> None:
-        """Export trajectories as FORMAT samples plus an images folder."""
-        if fmt not in EXPORTERS:
-            raise typer.BadParameter(f"unknown format {fmt!r}; choose from {', '.join(EXPORTERS)}")
-        if coords not in ("norm1000", "qwen25"):
-            raise typer.BadParameter(f"--coords must be norm1000 or qwen25, got {coords!r}")
+        """Export trajectories or curated samples as FORMAT rows plus screenshots."""
+        if fmt not in FORMATS:
+            raise typer.BadParameter(f"unknown format {fmt!r}; choose from {', '.join(FORMATS)}")
         if mix not in ("reasoning", "direct", "both"):
             raise typer.BadParameter(f"--mix must be reasoning, direct or both, got {mix!r}")
+        if images not in (None, "embed", "path"):
+            raise typer.BadParameter(f"--images must be embed or path, got {images!r}")
+        if family is not None and family not in FAMILIES:
+            raise typer.BadParameter(f"unknown --family {family!r}; choose from {', '.join(FAMILIES)}")
+        try:
+            options = ExportOptions.resolve(family, coords, think_tag, mix=mix, max_pixels=max_pixels,
+                                            include_negatives=include_negatives, image_mode=images, split=split)
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc)) from None
         console = Console(stderr=True)
         with Progress(SpinnerColumn(), TextColumn("[bold]export {task.fields[fmt]}"),
                       TextColumn("{task.fields[ok]} exported, {task.fields[bad]} rejected"), TimeElapsedColumn(),
@@ -48,16 +77,18 @@ def register(app: typer.Typer) -> None:
                 progress.update(task, advance=1, **counts)
 
             try:
-                summary = run_export(fmt, src, out, blobs, {"coords": coords, "mix": mix}, on_record)
+                summary = run_export(fmt, src, out, blobs, options, on_record)
             except FileNotFoundError as exc:
                 raise typer.BadParameter(str(exc)) from None
         if json_summary:
             typer.echo(json.dumps(summary.as_dict(), indent=2))
             return
         table = Table("outcome", "reason", "count", title=f"export {fmt}")
-        table.add_row("exported trajectories", "", str(summary.trajectories))
-        table.add_row("samples written", "", str(summary.samples))
+        table.add_row("exported units", "", str(summary.units))
+        table.add_row("rows written", "", str(summary.samples))
+        for reason, n in summary.skipped.most_common():
+            table.add_row("skipped", reason, str(n))
         for reason, n in summary.rejected.most_common():
             table.add_row("rejected", reason, str(n))
         Console().print(table)
-        typer.echo(f"{summary.samples} samples → {summary.output} ({summary.images} new images)")
+        typer.echo(f"{summary.samples} rows → {summary.output} ({summary.images} new images)")

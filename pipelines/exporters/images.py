@@ -1,12 +1,20 @@
-"""Copying screenshots out of the blob store into an export's ``images/`` folder, once each."""
+"""Screenshots for an export: copied once each into ``images/``, or embedded in the rows of a Parquet export.
+
+A sample's screenshot comes from its embedded bytes (curated shards embed them by default) or from the blob
+store by sha256. Missing or damaged blobs raise ``schemas.blobstore.BlobNotFound`` / ``BlobCorrupt`` so the
+runner can reject the unit instead of writing a row that points at nothing.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import tempfile
 from pathlib import Path
+from typing import Any
 
-from schemas import BlobStore
+from schemas import BlobStore, Sample
+from schemas.blobstore import BlobCorrupt, BlobNotFound
 
 MAGIC = ((b"\x89PNG", "png"), (b"\xff\xd8", "jpg"), (b"RIFF", "webp"), (b"GIF8", "gif"))
 
@@ -15,32 +23,46 @@ def extension(data: bytes) -> str:
     return next((ext for magic, ext in MAGIC if data.startswith(magic)), "bin")
 
 
-class ImageFolder:
-    """``ref(sha256)`` copies the blob to ``<out>/images/<sha256>.<ext>`` and returns that relative path.
+class Screenshots:
+    """Where an exporter gets a sample's screenshot: ``path(s)`` (a file under ``images/``) or ``embedded(s)``."""
 
-    Raises ``schemas.blobstore.BlobNotFound`` / ``BlobCorrupt`` when the blob is missing or damaged, so the
-    exporter can reject the trajectory instead of writing a sample that points at nothing.
-    """
-
-    def __init__(self, out: Path, blobs: BlobStore, folder: str = "images"):
+    def __init__(self, out: Path, blobs: BlobStore | None, folder: str = "images"):
         self.out, self.blobs, self.folder = out, blobs, folder
-        self.dir = out / folder
-        self.dir.mkdir(parents=True, exist_ok=True)
         self.known: dict[str, str] = {}
         self.copied = 0
 
-    def ref(self, sha256: str) -> str:
-        if sha256 in self.known:
-            return self.known[sha256]
-        data = self.blobs.get(sha256)
-        name = f"{sha256}.{extension(data)}"
-        target = self.dir / name
+    def data(self, s: Sample) -> bytes:
+        """The screenshot's bytes: embedded in the sample (checked against its sha256), else from the store."""
+        if s.image is not None:
+            if hashlib.sha256(s.image).hexdigest() != s.screenshot_sha256:
+                raise BlobCorrupt(f"embedded image of {s.id} does not match screenshot_sha256 {s.screenshot_sha256}")
+            return s.image
+        if self.blobs is None:
+            raise BlobNotFound(f"{s.screenshot_sha256} (the row embeds no image and no blob store was given: "
+                               "pass --blobs)")
+        return self.blobs.get(s.screenshot_sha256)
+
+    def path(self, s: Sample) -> str:
+        """Copy the screenshot to ``<out>/images/<sha256>.<ext>`` (once) and return that relative path."""
+        sha = s.screenshot_sha256
+        if sha in self.known:
+            return self.known[sha]
+        data = self.data(s)
+        name = f"{sha}.{extension(data)}"
+        directory = self.out / self.folder
+        directory.mkdir(parents=True, exist_ok=True)
+        target = directory / name
         if not target.exists():
-            fd, tmp = tempfile.mkstemp(prefix=f".{sha256[:8]}.", dir=self.dir)
+            fd, tmp = tempfile.mkstemp(prefix=f".{sha[:8]}.", dir=directory)
             with os.fdopen(fd, "wb") as f:
                 f.write(data)
             os.replace(tmp, target)
             self.copied += 1
         rel = f"{self.folder}/{name}"
-        self.known[sha256] = rel
+        self.known[sha] = rel
         return rel
+
+    def embedded(self, s: Sample) -> dict[str, Any]:
+        """The Hugging Face ``Image`` struct (``bytes`` + ``path``) that datasets, verl and EasyR1 all decode."""
+        data = self.data(s)
+        return {"bytes": data, "path": f"{s.screenshot_sha256}.{extension(data)}"}

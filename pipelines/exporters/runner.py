@@ -1,66 +1,63 @@
-"""Running an export: stream trajectory shards, write ``<out>/<format>.jsonl`` and ``<out>/images/``.
+"""Running an export: read trajectory or curated sample shards, write ``<out>/<format>.<ext>`` (+ ``images/``).
 
-A trajectory that fails schema validation or whose screenshot blob is missing or corrupt is not exported
-half-way: all its samples are built first, and on failure it goes to ``<out>/rejects.parquet`` (stage
-``export:<format>``) instead. The JSONL file is written under a temporary name and renamed when complete.
+A unit (a trajectory, or one curated row) is exported whole or not at all: its rows are built first, and
+when a screenshot blob is missing or corrupt, the record fails validation, or an action has no spelling in
+the target format, the unit goes to ``<out>/rejects.parquet`` (stage ``export:<format>``) instead.
+
+What trainers must not learn from is filtered here, once for every format: a recovery trajectory's
+deliberate mistake (``train_target`` False) is never written as a target — it stays in the history of the
+steps after it — and noise-injected negatives (``lineage.negative``) are skipped unless
+``include_negatives``. The plain ``jsonl`` dump keeps mistakes as rows marked ``train_target: false``.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import tempfile
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pipelines.exporters.images import ImageFolder
-from pipelines.exporters.registry import EXPORTERS
-from schemas import BlobStore, Reject, Trajectory
+import yaml
+
+from pipelines.exporters.aguvis import NotRepresentable
+from pipelines.exporters.context import ExportContext
+from pipelines.exporters.images import Screenshots
+from pipelines.exporters.inputs import Unit, default_blobs, input_files, iter_units
+from pipelines.exporters.options import ExportOptions
+from pipelines.exporters.registry import FORMATS
+from pipelines.exporters.writers import open_writer
+from schemas import BlobStore, Reject
 from schemas.blobstore import BlobCorrupt, BlobNotFound
-from schemas.recordio import Parsed, iter_records, write_parquet
+from schemas.recordio import write_parquet
+
+BATCH = 64
 
 
 @dataclass
 class ExportSummary:
     fmt: str
-    trajectories: int = 0
-    samples: int = 0
+    units: int = 0  # trajectories or curated rows exported
+    samples: int = 0  # rows written
     images: int = 0
+    skipped: Counter[str] = field(default_factory=Counter)  # steps left out on purpose (mistakes, negatives)
     rejected: Counter[str] = field(default_factory=Counter)
     output: str = ""
 
+    @property
+    def trajectories(self) -> int:
+        return self.units
+
     def as_dict(self) -> dict[str, Any]:
-        return {"format": self.fmt, "trajectories": self.trajectories, "samples": self.samples,
-                "images": self.images, "rejected": dict(self.rejected), "output": self.output}
+        return {"format": self.fmt, "units": self.units, "samples": self.samples, "images": self.images,
+                "skipped": dict(self.skipped), "rejected": dict(self.rejected), "output": self.output}
 
 
-def input_files(path: Path) -> list[Path]:
-    """Trajectory shards: the file itself, or ``trajectories/*.parquet`` (else ``*.parquet``) in a folder."""
-    if path.is_file():
-        return [path]
-    folder = path / "trajectories" if (path / "trajectories").is_dir() else path
-    files = sorted(folder.glob("*.parquet")) + sorted(folder.glob("*.jsonl"))
-    if not files:
-        raise FileNotFoundError(f"no trajectory shards (.parquet / .jsonl) in {folder}")
-    return files
-
-
-def default_blobs(path: Path) -> Path:
-    """The blob store an import or pipeline wrote next to its shards."""
-    start = path if path.is_dir() else path.parent
-    for candidate in (start / "blobs", start.parent / "blobs", start.parent.parent / "blobs"):
-        if candidate.is_dir():
-            return candidate
-    raise FileNotFoundError(f"no blobs/ folder near {path}; pass --blobs")
-
-
-def iter_inputs(files: list[Path]) -> Iterator[tuple[Path, Parsed]]:
-    for f in files:
-        for parsed in iter_records(f, "trajectory"):
-            yield f, parsed
+def _reject(unit: Unit, stage: str, reason: str, detail: str) -> Reject:
+    return Reject(record_id=unit.id, stage=stage, reason=reason, detail=f"{unit.source}: {detail}",
+                  payload=unit.raw[:65536])
 
 
 def run_export(
@@ -68,61 +65,90 @@ def run_export(
     src: Path,
     out: Path,
     blobs: str | None = None,
-    options: dict[str, Any] | None = None,
+    options: ExportOptions | dict[str, Any] | None = None,
     on_record: Callable[[bool], None] | None = None,
 ) -> ExportSummary:
-    if fmt not in EXPORTERS:
-        raise ValueError(f"unknown export format {fmt!r}; choose from {', '.join(EXPORTERS)}")
-    make_samples = EXPORTERS[fmt][0]
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown export format {fmt!r}; choose from {', '.join(FORMATS)}")
+    spec = FORMATS[fmt]
+    opts = options if isinstance(options, ExportOptions) else ExportOptions.resolve(**(options or {}))
     files = input_files(src)
-    store = BlobStore(blobs or default_blobs(src))
+    store_root = blobs or default_blobs(src)
     out.mkdir(parents=True, exist_ok=True)
-    images = ImageFolder(out, store)
+    shots = Screenshots(out, BlobStore(store_root) if store_root else None)
+    ctx = ExportContext(shots, opts, spec.embed)
+    make_rows = spec.make()
     summary = ExportSummary(fmt)
     stage = f"export:{fmt}"
     rejects: list[Reject] = []
-    target = out / f"{fmt}.jsonl"
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=out)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            for path, parsed in iter_inputs(files):
-                if not parsed.ok:
-                    detail = "; ".join(str(e) for e in parsed.errors)
-                    rid = parsed.errors[0].record if parsed.errors else f"<line {parsed.line}>"
-                    rejects.append(Reject(record_id=rid, stage=stage, reason="schema_invalid",
-                                          detail=f"{path.name}: {detail}", payload=parsed.raw[:65536]))
-                    summary.rejected["schema_invalid"] += 1
-                    if on_record:
-                        on_record(False)
-                    continue
-                traj: Trajectory = parsed.record  # type: ignore[assignment]
-                try:
-                    lines = [json.dumps(s, ensure_ascii=False) for s in make_samples(traj, images.ref, options or {})]
-                except (BlobNotFound, BlobCorrupt) as exc:
-                    reason = "blob_missing" if isinstance(exc, BlobNotFound) else "blob_corrupt"
-                    rejects.append(Reject(record_id=traj.id, stage=stage, reason=reason,
-                                          detail=f"{path.name}: trajectory {traj.id}: screenshot {exc}"))
-                    summary.rejected[reason] += 1
-                    if on_record:
-                        on_record(False)
-                    continue
-                for line in lines:
-                    f.write(line + "\n")
-                summary.trajectories += 1
-                summary.samples += len(lines)
-                if on_record:
-                    on_record(True)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, target)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    target = out / spec.filename
+    columns = spec.columns(ctx.embed) if spec.columns else None
+    buffer: list[dict[str, Any]] = []
+
+    def fail(unit: Unit, reason: str, detail: str) -> None:
+        rejects.append(_reject(unit, stage, reason, detail))
+        summary.rejected[reason] += 1
+        if on_record:
+            on_record(False)
+
+    with open_writer(spec.output, target, columns) as writer:
+        for unit in iter_units(files):
+            if not unit.ok:
+                fail(unit, "schema_invalid", "; ".join(str(e) for e in unit.errors))
+                continue
+            rows: list[dict[str, Any]] = []
+            try:
+                for s in unit.samples:
+                    if s.lineage.negative and not opts.include_negatives:
+                        summary.skipped["negative"] += 1
+                        continue
+                    if not s.train_target and spec.trains:
+                        summary.skipped["not_a_train_target"] += 1
+                        continue
+                    rows += make_rows(s, ctx)
+            except (BlobNotFound, BlobCorrupt) as exc:
+                reason = "blob_missing" if isinstance(exc, BlobNotFound) else "blob_corrupt"
+                fail(unit, reason, f"screenshot {exc}")
+                continue
+            except NotRepresentable as exc:
+                fail(unit, "not_representable", str(exc))
+                continue
+            buffer += rows
+            if len(buffer) >= BATCH:
+                writer.write(buffer)
+                buffer = []
+            summary.units += 1
+            summary.samples += len(rows)
+            if on_record:
+                on_record(True)
+        writer.write(buffer)
     reject_path = out / "rejects.parquet"
     if rejects:
         write_parquet(rejects, reject_path, "reject")
     elif reject_path.exists():
         reject_path.unlink()  # a rerun that rejects nothing must not leave the last run's rejects behind
-    summary.images = images.copied
+    if fmt == "guilibra-sft":
+        _write_sft_yaml(out, target)
+    summary.images = shots.copied
     summary.output = str(target)
     return summary
+
+
+def _write_sft_yaml(out: Path, data: Path) -> None:
+    """GUI-Libra's data YAML, so ``train.py --data_path OUT/guilibra-sft.yaml --image_folder OUT`` runs as is."""
+    doc = {"datasets": [{"json_path": str(data.resolve()), "images_folder": "", "sampling_strategy": "all"}]}
+    tmp = out / ".guilibra-sft.yaml.tmp"
+    tmp.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+    os.replace(tmp, out / "guilibra-sft.yaml")
+
+
+def read_rows(path: Path) -> list[dict[str, Any]]:
+    """An export's rows back (JSON array, JSON Lines or Parquet), for tests and benchmarks."""
+    if path.suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        return pq.read_table(path).to_pylist()
+    text = path.read_text(encoding="utf-8")
+    if path.suffix == ".json":
+        return list(json.loads(text))
+    return [json.loads(line) for line in text.splitlines() if line.strip()]

@@ -8,6 +8,7 @@ same way, so the bounds travel with the exported sample.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -51,3 +52,33 @@ class Frame:
             rw, rh = self.resized
             x, y = px * self.width / rw, py * self.height / rh
         return min(max(x, 0.0), float(self.width)), min(max(y, 0.0), float(self.height))
+
+
+# The image bounds each anchor's loader applies, so exported pixel targets land on the image the model sees.
+QWEN_MIN_PIXELS = 4 * 28 * 28  # qwen_vl_utils' MIN_PIXELS (= 56 * 56)
+QWEN_VL_UTILS_MAX_PIXELS = 16384 * 28 * 28  # qwen_vl_utils' MAX_PIXELS: what GUI-Libra SFT and verl resize with
+EASYR1_MIN_PIXELS = 262144  # EasyR1's examples/config.yaml data.min_pixels (GUI-Libra's RL keeps it)
+GUILIBRA_RL_MAX_PIXELS = 2508800  # GUI-Libra's gui_grpo.sh data.max_pixels
+
+
+def easyr1_resized(width: int, height: int, min_pixels: int | None = EASYR1_MIN_PIXELS,
+                   max_pixels: int | None = GUILIBRA_RL_MAX_PIXELS) -> tuple[int, int]:
+    """(width, height) of a screenshot after EasyR1's ``process_image``: the size GUI-Libra's RL loader records
+    as ``image_width_new`` / ``image_height_new`` and its Qwen2.5-VL reward divides predicted pixels by.
+
+    EasyR1 scales by ``sqrt(bound / area)`` and truncates each side with ``int()`` (no multiple-of-28 rounding:
+    the processor does that afterwards), first down to ``max_pixels``, then up to ``min_pixels``.
+
+    >>> easyr1_resized(1080, 2400)
+    (1062, 2361)
+    >>> easyr1_resized(1280, 720)
+    (1280, 720)
+    """
+    w, h = width, height
+    if max_pixels is not None and w * h > max_pixels:
+        f = math.sqrt(max_pixels / (w * h))
+        w, h = int(w * f), int(h * f)
+    if min_pixels is not None and w * h < min_pixels:
+        f = math.sqrt(min_pixels / (w * h))
+        w, h = int(w * f), int(h * f)
+    return w, h

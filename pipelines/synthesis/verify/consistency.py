@@ -29,6 +29,7 @@ VERBS: dict[ActionType, str] = {
     ActionType.ANSWER: r"answer|reply|回答",
     ActionType.DONE: r"finish|done|complete|完成",
     ActionType.HOVER: r"hover|point at|move (the )?(mouse|pointer)|悬停",
+    ActionType.DRAG: r"drag|move|select|拖动|拖拽",
 }
 
 
