@@ -25,7 +25,8 @@ from schemas.recordio import iter_records
 from training.config import TrainConfig
 from training.data import DataConfig, Renderer, SFTStream, ShardStream, chat_prompt, shard_files
 from training.loop import train_grpo, train_sft
-from training.tiny import load_model_and_processor, make_tiny_model
+from training.models import load_model_and_processor
+from training.tiny import make_tiny_model
 from training.weights import asft_token_weights
 
 

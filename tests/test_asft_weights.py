@@ -1,7 +1,15 @@
-"""ASFT token weights and loss against hand calculations, with synthetic offsets and the real tiny tokenizer."""
+"""ASFT token weights and loss: GUI-Libra's rule, checked against a transcription of its token-pattern algorithm.
+
+``guilibra_reference`` re-implements GUI-Libra's ``preprocess_qwen2vl`` weighting (SFT/src/aguvis/dataset.py) on
+token ids, as that code does it: patterns ``tok("<answer>")[:-1]``, ``tok("</answer>")[:-1]`` and
+``tok('"point_2d":')[1:]``, the first match of each, ×a on [after the opening, start of the closing), ×2a from
+after the point key to the end. It is applied to text in GUI-Libra's own layout (newlines around the tags), where
+its patterns tokenize cleanly, and trajforge's character-offset rule must give the same weight to every token.
+"""
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -13,28 +21,75 @@ from training.weights import asft_loss, asft_token_weights, weight_spans
 TARGET = '<think>tap save</think><answer>{"action_type": "Click", "point_2d": [12, 34]}</answer>'
 
 
-def test_weights_match_hand_computed_offsets():
-    # Hand-split tokens: "<think>tap save</think>" | "<answer>" | '{"action_type": "Click", ' | '"point_2d":'
-    # | " [12," | " 34]}" | "</answer>" | end token; plus one prompt token before the target.
-    a0 = TARGET.index("<answer>")
-    p = TARGET.index('"point_2d":')
-    c = p + len('"point_2d":')
-    close = TARGET.index("</answer>")
-    offsets = [(-5, -1), (0, a0), (a0, a0 + 8), (a0 + 8, p), (p, c), (c, c + 5), (c + 5, close),
-               (close, close + 9), (close + 9, close + 19)]
-    assert asft_token_weights(TARGET, offsets) == [0.0, 1.0, 2.0, 2.0, 2.0, 8.0, 8.0, 2.0, 1.0]
-    # a = 1.5 → answer 1.5, coordinates 1.5 · 3 = 4.5; an explicit coordinate weight overrides.
-    assert asft_token_weights(TARGET, offsets, 1.5)[5] == pytest.approx(4.5)
-    assert asft_token_weights(TARGET, offsets, 2.0, 3.0)[5] == 3.0
+def guilibra_reference(tok, ids: list[int], a: float = 2.0) -> list[float]:
+    def pattern(text: str) -> list[int]:
+        return tok(text, add_special_tokens=False).input_ids
+
+    start_pat, end_pat = pattern("<answer>")[:-1], pattern("</answer>")[:-1]
+    ground_pat = pattern('"point_2d":')[1:]
+
+    def find_all(seq: list[int], pat: list[int], start: int = 0) -> list[int]:
+        if not pat or len(seq) < len(pat):
+            return []
+        return [i for i in range(start, len(seq) - len(pat) + 1) if seq[i : i + len(pat)] == pat]
+
+    w = [1.0] * len(ids)
+    starts = find_all(ids, start_pat)
+    ends = find_all(ids, end_pat, starts[0] if starts else 0)
+    grounds = find_all(ids, ground_pat)
+    if starts and ends:
+        for i in range(starts[0] + len(start_pat), ends[0]):
+            w[i] *= a
+    if grounds:
+        for i in range(grounds[0] + len(ground_pat), len(ids)):
+            w[i] *= a * 2
+    return w
 
 
-def test_spans_without_answer_or_point():
-    assert weight_spans("<think>only thinking</think>") == (None, None)
-    answer, coords = weight_spans('<answer>{"action_type": "NavigateBack"}</answer>')
-    assert answer == (0, 48) and coords is None
+def _guilibra_layout(answer: dict, reasoning: str | None) -> str:
+    """GUI-Libra's data layout (README "Data Format"): newlines around the tags and inside the JSON."""
+    body = json.dumps(answer, indent=2, ensure_ascii=False)
+    think = f"<think>\n{reasoning}\n</think>\n" if reasoning else ""
+    return f"{think}<answer>\n{body}\n</answer>"
 
 
-def test_weights_with_the_real_tokenizer():
+CASES = [
+    ({"action_description": "Tap Save", "action_type": "Click", "value": "None", "point_2d": [123, 456]},
+     "The form is complete; save it."),
+    ({"action_description": "Tap Save", "action_type": "Click", "value": "None", "point_2d": [123, 456]}, None),
+    ({"action_description": "Go back", "action_type": "NavigateBack", "value": "None", "point_2d": "None"},
+     "Wrong page."),
+    ({"action_description": "Type the title", "action_type": "Write", "value": "milk and eggs",
+      "point_2d": [500, 91]}, None),
+    ({"action_description": "Done", "action_type": "Terminate", "value": "success"}, "All set."),  # no point key
+]
+
+
+@pytest.mark.parametrize("answer,reasoning", CASES)
+def test_weights_equal_guilibras_algorithm_token_for_token(answer, reasoning):
+    tok = build_tokenizer()
+    target = _guilibra_layout(answer, reasoning) + "<|im_end|>"
+    enc = tok(target, return_offsets_mapping=True, add_special_tokens=False)
+    ours = asft_token_weights(target, enc["offset_mapping"])
+    ref = guilibra_reference(tok, enc["input_ids"])
+    toks = tok.convert_ids_to_tokens(enc["input_ids"])
+    assert ours == ref, [(t, o, r) for t, o, r in zip(toks, ours, ref, strict=True) if o != r]
+    # The span edges the rule is about: the "<", "answer" opening keeps 1; "</answer>" and the end-of-turn token
+    # after a point key weigh 2a = 4 (1 without one); coordinates a·2a = 8.
+    by_tok = list(zip(toks, ours, strict=True))
+    i = toks.index("answer")
+    assert [w for _, w in by_tok[i - 1 : i + 1]] == [1.0, 1.0]
+    has_point = '"point_2d"' in target
+    assert by_tok[-1] == ("<|im_end|>", 4.0 if has_point else 1.0)
+    if isinstance(answer.get("point_2d"), list):
+        n = sum(c.isdigit() for c in str(answer["point_2d"]))
+        digits = [w for t, w in by_tok if t.isdigit()][-n:]
+        assert set(digits) == {8.0}
+
+
+def test_weights_on_trajforges_compact_layout():
+    """The compact layout trajforge renders: GUI-Libra's token patterns would miss it (``><`` and ``]}</`` are
+    single tokens for this tokenizer, as for Qwen's); the character rule still weights it as GUI-Libra intends."""
     tok = build_tokenizer()
     prompt = "<|im_start|>assistant\n"
     text = prompt + TARGET + "<|im_end|>"
@@ -43,15 +98,27 @@ def test_weights_with_the_real_tokenizer():
     w = asft_token_weights(TARGET + "<|im_end|>", rel)
     toks = tok.convert_ids_to_tokens(enc["input_ids"])
     by_token = list(zip(toks, w, strict=True))
+    assert guilibra_reference(tok, enc["input_ids"]).count(2.0) == 0  # GUI-Libra's code: no answer weighting here
     digits = [wt for t, wt in by_token if t in {"1", "2", "3", "4"}]
-    # Qwen-style single-digit tokens: the "2" of the key "point_2d" is an answer token (a = 2); the four
-    # coordinate digits 1, 2, 3, 4 are coordinate tokens (a · 2a = 8).
+    # the "2" of the key "point_2d" is an answer token (a = 2); the coordinate digits are a·2a = 8.
     assert digits == [2.0, 8.0, 8.0, 8.0, 8.0]
-    assert by_token[-1] == ("<|im_end|>", 1.0)
+    assert by_token[-1] == ("<|im_end|>", 4.0)
     assert all(wt == 0.0 for _, wt in by_token[:3])  # "<|im_start|>", "assistant", "\n" belong to the prompt
     end_think = TARGET.index("</think>")
     think_tokens = [wt for (_, wt), (a, b) in zip(by_token, rel, strict=True) if a >= 0 and b <= end_think]
     assert think_tokens and set(think_tokens) == {1.0}
+    assert by_token[toks.index("answer", toks.index("><"))] == ("answer", 1.0)  # part of the "<answer" opening
+
+
+def test_spans_and_coordinate_weight_override():
+    assert weight_spans("<think>only thinking</think>") == (None, None)
+    answer, g0 = weight_spans('<answer>{"action_type": "NavigateBack"}</answer>')
+    assert answer == (7, 39) and g0 is None
+    assert weight_spans('<answer>{"action_type": "Wait"}')[0] is None  # no closing tag: no answer span
+    t = '<answer>{"point_2d": [1, 2]}</answer>'
+    offs = [(0, 8), (8, 20), (20, 27), (27, 28), (28, 37)]
+    assert asft_token_weights(t, offs, 1.5) == pytest.approx([1.0, 1.5, 1.5 * 3, 1.5 * 3, 3.0])
+    assert asft_token_weights(t, offs, 2.0, 6.0) == pytest.approx([1.0, 2.0, 6.0, 6.0, 3.0])
 
 
 def test_loss_is_weighted_mean_of_cross_entropy():

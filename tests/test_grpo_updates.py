@@ -34,7 +34,7 @@ def sft_model(tmp_path_factory) -> tuple[Path, Path]:
     _ok(["train", "make-tiny-model", "--out", str(root / "tiny")])
     data, _ = write_dataset(root / "ds", n_traj=1, steps=3, files=1)
     cfg = root / "sft.yaml"
-    cfg.write_text("optim: {lr: 0.01, batch_size: 4}\nrun: {save_every: 1000}\n"
+    cfg.write_text("optim: {lr: 0.01, batch_size: 4, schedule: constant}\nrun: {save_every: 1000}\n"
                    "data: {mix: direct, max_pixels: 12544, min_pixels: 784}\n")
     _ok(["train", "sft", "--config", str(cfg), "--data", str(data), "--model", str(root / "tiny"),
          "--out", str(root / "sft"), "--max-steps", "40", "--no-progress"])

@@ -25,8 +25,8 @@ from typer.testing import CliRunner
 from pipelines.cli import app
 from training.data import IMAGE_PAD, DataConfig, Renderer, ShardStream, shard_files
 from training.metrics import read_metrics
+from training.models import load_model_and_processor
 from training.sampler import check_backend
-from training.tiny import load_model_and_processor
 from training.vllm_rollout import VLLMRollouts
 
 runner = CliRunner()
@@ -42,6 +42,7 @@ class SamplingParams:  # vLLM's field names; a misspelt keyword fails here as it
     stop_token_ids: list[int] | None = None
     skip_special_tokens: bool = True
     seed: int | None = None
+    logit_bias: dict[int, float] | None = None
 
 
 class EngineModel:
@@ -97,6 +98,7 @@ class FakeLLM:
                 input_ids=ids, attention_mask=torch.ones_like(ids),
                 mm_token_type_ids=(ids == self.hf.config.image_token_id).long(), pixel_values=px["pixel_values"],
                 image_grid_thw=px["image_grid_thw"], do_sample=True, temperature=sp.temperature, top_p=sp.top_p,
+                suppress_tokens=[t for t, b in (sp.logit_bias or {}).items() if b <= -100],
                 num_return_sequences=sp.n, max_new_tokens=sp.max_tokens, eos_token_id=sp.stop_token_ids,
                 pad_token_id=self.tok.pad_token_id, output_logits=True, return_dict_in_generate=True)
             raw = torch.log_softmax(torch.stack(gen.logits, dim=1).float(), dim=-1)  # vLLM's default: raw logprobs
@@ -135,7 +137,8 @@ def test_grpo_with_the_vllm_backend_samples_through_llm_generate_and_syncs_weigh
     # Weight decay moves every parameter each step even when all rewards tie, so the sync has something to carry.
     cfg.write_text("optim: {lr: 0.01, weight_decay: 0.5, batch_size: 2}\nrun: {save_every: 1000}\n"
                    "data: {max_pixels: 12544, min_pixels: 784}\n"
-                   "grpo: {backend: vllm, num_generations: 4, max_new_tokens: 10, temperature: 1.0}\n")
+                   "grpo: {backend: vllm, num_generations: 4, max_new_tokens: 10, temperature: 1.0, "
+                   "zero_variance: keep, reestimate_every: 100}\n")
     out = tmp_path / "run"
     res = runner.invoke(app, ["train", "grpo", "--config", str(cfg), "--data", str(data), "--model",
                               str(root / "tiny"), "--out", str(out), "--max-steps", "2", "--no-progress"])

@@ -18,9 +18,10 @@ from schemas import BlobStore, samples_from_trajectory
 from schemas.recordio import write_parquet
 from training.config import TrainConfig
 from training.data import DataConfig, Excluded, Renderer, SFTStream, ShardStream, collate, exclusion, shard_files
-from training.loop import load_pool, sft_batches
+from training.grpo import load_pool
+from training.loop import sft_batches
 from training.metrics import RejectsLog
-from training.tiny import load_model_and_processor
+from training.models import load_model_and_processor
 
 CFG = dict(max_pixels=12544, min_pixels=784, mix="direct")
 

@@ -17,10 +17,10 @@ from typer.testing import CliRunner
 from pipelines.cli import app
 from schemas.exporters.coords import CoordConvention
 from training.data import DataConfig, Renderer, ShardStream, shard_files
-from training.loop import reward_columns
+from training.grpo import reward_columns
 from training.metrics import read_metrics
+from training.models import load_model_and_processor
 from training.rewards import accuracy_reward
-from training.tiny import load_model_and_processor
 
 runner = CliRunner()
 POINT = re.compile(r'"point_2d": \[(\d+), (\d+)\]')

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,7 @@ from pipelines.cli import app
 from training.curriculum import CurriculumSampler
 from training.data import DataConfig, Renderer, SFTStream, ShardStream, collate, shard_files
 from training.metrics import read_metrics
-from training.tiny import load_model_and_processor
+from training.models import load_model_and_processor
 
 runner = CliRunner()
 
@@ -32,7 +33,7 @@ def env(tmp_path_factory):
     _ok(["train", "make-tiny-model", "--out", str(root / "tiny")])
     data, n_good = write_dataset(root / "ds", n_traj=4, steps=3, files=2, bad_rows=1)
     cfg = root / "sft.yaml"
-    cfg.write_text("optim: {lr: 0.003, batch_size: 4}\nrun: {save_every: 4, progress: false}\n"
+    cfg.write_text("optim: {lr: 0.003, batch_size: 4, schedule: constant}\nrun: {save_every: 4, progress: false}\n"
                    "data: {max_pixels: 12544, min_pixels: 784}\n")
     return root, data, n_good, cfg
 
@@ -68,6 +69,31 @@ def test_sft_loss_falls_resume_is_exact_and_rejects_are_kept(env):
     assert [(e.step, e.value) for e in acc.Scalars("loss")] == [
         (m["step"], pytest.approx(m["loss"], rel=1e-6)) for m in resumed]
     assert (part / "final" / "config.json").exists()
+
+
+@pytest.mark.slow
+def test_killed_run_resumes_exactly_with_decay_schedule_and_shuffling(env):
+    """A run with warmup + cosine decay and the default shuffle buffer, "killed" after its step-4 checkpoint (later
+    checkpoints, final model and log lines removed, as kill -9 would leave it), resumes to the same losses."""
+    root, data, _, _ = env
+    cfg = root / "cosine.yaml"
+    cfg.write_text("optim: {lr: 0.003, batch_size: 2, grad_accum: 2, warmup_steps: 2, schedule: cosine}\n"
+                   "run: {save_every: 4, keep_checkpoints: 5, progress: false}\n"
+                   "data: {max_pixels: 12544, min_pixels: 784}\n")
+    full = root / "run-cosine"
+    _sft(root, data, cfg, full, 8)
+    ms = read_metrics(full)
+    lrs = [m["lr"] for m in ms]
+    assert lrs[0] == 0.0 and lrs[2] == pytest.approx(0.003) and lrs[-1] < lrs[3]  # warmup, then decay
+    killed = root / "run-cosine-killed"
+    shutil.copytree(full, killed)
+    shutil.rmtree(killed / "checkpoints" / "step-00000008")
+    shutil.rmtree(killed / "final")
+    lines = (killed / "metrics.jsonl").read_text().splitlines()[:4]
+    (killed / "metrics.jsonl").write_text("\n".join(lines) + "\n")
+    _sft(root, data, cfg, killed, 8)
+    for a, b in zip(read_metrics(killed)[4:], ms[4:], strict=True):
+        assert a["loss"] == pytest.approx(b["loss"], rel=1e-5) and a["lr"] == pytest.approx(b["lr"])
 
 
 def test_eval_reports_step_accuracy(env, tmp_path):

@@ -2,42 +2,54 @@
 
 Why: a group whose samples all succeed or all fail has zero advantage everywhere and teaches nothing. The
 sampler keeps a running success rate per task (exponential moving average of step rewards ≥ ``success_at``)
-and samples tasks whose rate is inside ``band`` (default 0.3–0.7), weighted by difficulty
-(MobileRL: 0.4·steps + 0.2·apps + 0.2·gesture complexity + 0.2·distractions, each normalized to [0, 1] here).
-Unseen tasks count as in band (rate 0.5) so everything is tried once; when no task is in band it falls back to
-the tasks nearest the band. The backward curriculum starts from the last steps of each trajectory and widens
-toward the first as training proceeds (late steps are closest to the reward).
+and samples tasks whose rate is inside ``band`` (default 0.3–0.7), weighted by difficulty. Difficulty is the
+curated ``difficulty`` column (``filters/difficulty.py``, MobileRL's 0.4·steps + 0.2·apps + 0.2·gesture
+complexity + 0.2·distractions, written by curation): one definition, read here, never recomputed. Unseen tasks
+count as in band (rate 0.5) so everything is tried once; when no task is in band it falls back to the tasks
+nearest the band. Rates are re-estimated from fresh rollouts once per epoch (``reset``, MobileRL), so a task that
+left the band is measured again as the policy changes instead of being excluded for good.
+
+``backward_window`` is the offline half of ComputerRL's backward curriculum (which recorded step of a trajectory
+GRPO scores); rollouts that really start from a later state, reached by replaying a verified trajectory on a
+device, are the flywheel's (``pipelines/flywheel``).
 """
 
 from __future__ import annotations
 
+import logging
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from schemas import Sample
-from schemas.action import ActionType
 
-GESTURE = {ActionType.CLICK: 1, ActionType.SWIPE: 2, ActionType.SCROLL: 2, ActionType.LONG_PRESS: 3}
-MULTI_TOUCH = 5
+log = logging.getLogger(__name__)
+UNKNOWN_DIFFICULTY = 0.5
 
 
-def difficulty(steps: Sequence[Sample]) -> float:
-    """MobileRL-style difficulty of one task from its steps, in [0, 1].
+def task_difficulties(by_task: Mapping[str, Sequence[Sample]]) -> dict[str, float]:
+    """Each task's curated difficulty (the largest of its steps' ``difficulty``; they are equal per trajectory).
 
-    >>> from schemas import Action
-    >>> s = Sample.model_construct(action=Action(type="navigate_back"), num_steps=5, app_id="a", scores={})
-    >>> round(difficulty([s]), 3)  # 0.4·(5/10) + 0.2·(1/3) + 0.2·(1/5) + 0.2·0
-    0.307
+    Samples from shards that were never curated carry no difficulty; their tasks get ``UNKNOWN_DIFFICULTY``
+    (with one warning) rather than a second, different definition computed here.
+
+    >>> s = Sample.model_construct(difficulty=0.3)
+    >>> task_difficulties({"t": [s]})
+    {'t': 0.3}
     """
-    if not steps:
-        return 0.0
-    n = max(s.num_steps for s in steps)
-    apps = len({s.app_id for s in steps})
-    gesture = max(GESTURE.get(ActionType(s.action.type), 1) for s in steps)
-    distractions = max(float(s.scores.get("distractions", 0.0)) for s in steps)
-    return (0.4 * min(n / 10, 1.0) + 0.2 * min(apps / 3, 1.0) + 0.2 * gesture / MULTI_TOUCH
-            + 0.2 * min(distractions, 1.0))
+    out: dict[str, float] = {}
+    missing = 0
+    for task, steps in by_task.items():
+        known = [float(x.difficulty) for x in steps if x.difficulty is not None]
+        if known:
+            out[task] = max(known)
+        else:
+            out[task] = UNKNOWN_DIFFICULTY
+            missing += 1
+    if missing:
+        log.warning("%d of %d tasks have no curated difficulty (shards not curated by trajforge curate); they are "
+                    "weighted as %.1f", missing, len(out), UNKNOWN_DIFFICULTY)
+    return out
 
 
 @dataclass
@@ -66,11 +78,17 @@ class CurriculumSampler:
         old = self.rates.get(task)
         self.rates[task] = success if old is None else self.momentum * old + (1 - self.momentum) * success
 
-    def choose(self, tasks: dict[str, float], k: int) -> list[str]:
+    def reset(self, task: str, rewards: Sequence[float]) -> None:
+        """Replace the task's rate by a fresh measurement (MobileRL's per-epoch re-estimation)."""
+        if rewards:
+            self.rates[task] = sum(r >= self.success_at for r in rewards) / len(rewards)
+
+    def choose(self, tasks: dict[str, float], k: int, salt: str = "") -> list[str]:
         """``k`` task ids (with replacement) from ``tasks`` (id → difficulty), in band and difficulty-weighted."""
         if not tasks:
             raise ValueError("no tasks to sample from")
-        rng = random.Random(f"{self.seed}:{self.draws}")
+        # A salt (the loop passes rank and step) makes the draw reproducible on resume whatever came before.
+        rng = random.Random(f"{self.seed}:salt:{salt}" if salt else f"{self.seed}:{self.draws}")
         self.draws += 1
         pool = [t for t in tasks if self.in_band(t)]
         if not pool:

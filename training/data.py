@@ -59,7 +59,7 @@ class DataConfig:
     max_length: int = 4096
     answer_weight: float = 2.0  # ASFT "a": answer tokens × a, coordinate tokens × a·2a
     coord_weight: float | None = None  # total weight of coordinate tokens; defaults to a·2a
-    shuffle_buffer: int = 0
+    shuffle_buffer: int = 256  # rows shuffled in a rolling buffer (per rank/worker, reseeded every epoch); 0: off
     batch_rows: int = 64
     seed: int = 0
     blob_store: str | None = None  # where screenshots live when shards reference them by sha256

@@ -24,8 +24,8 @@ from tqdm.auto import tqdm
 
 from schemas.action import POINTED, ActionType
 from training.data import DataConfig, Rejected, Renderer, ShardStream, exclusion, shard_files
+from training.models import load_model_and_processor
 from training.rewards import action_matches, predicted_action
-from training.tiny import load_model_and_processor
 
 
 @torch.no_grad()

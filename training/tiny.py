@@ -12,7 +12,8 @@ Real weights are a path the user passes; nothing here downloads. To exercise the
   vision tower uses windowed attention with a SwiGLU merger, and its coordinates are pixels on the resized image
   rather than 0–1000, so both are built to test that convention end to end.
 
-``load_model_and_processor`` is the one loader the trainer uses for tiny and real models alike.
+Loading (tiny and real models alike) lives in ``training.models``; ``load_model_and_processor`` is re-exported
+here for older imports.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import torch
+
+from training.models import load_model_and_processor  # noqa: F401  (re-export)
 
 QWEN_SPECIAL_TOKENS = [
     "<|endoftext|>",
@@ -156,24 +159,3 @@ def make_tiny_model(out: str | Path, max_pixels: int = 112 * 112, seed: int = 0,
     Qwen2VLImageProcessorPil(min_pixels=28 * 28, max_pixels=max_pixels).save_pretrained(out)
     (out / "trajforge_model.json").write_text(json.dumps({"family": family, "tiny": True}) + "\n")
     return out
-
-
-def load_model_and_processor(path: str | Path, dtype: torch.dtype | None = None) -> tuple[Any, Any, Any]:
-    """(model, tokenizer, image_processor) from a local directory, through ``from_pretrained``.
-
-    The image processor is the PIL backend whatever the directory's ``preprocessor_config.json`` names,
-    because the torchvision backend cannot be imported on this stack.
-    """
-    from transformers import AutoModelForImageTextToText, AutoTokenizer
-    from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
-
-    path = Path(path)
-    if not (path / "config.json").exists():
-        raise FileNotFoundError(f"{path}: not a model directory (no config.json)")
-    tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
-    image_processor = Qwen2VLImageProcessorPil.from_pretrained(path, local_files_only=True)
-    kwargs: dict[str, Any] = {"local_files_only": True}
-    if dtype is not None:
-        kwargs["dtype"] = dtype
-    model = AutoModelForImageTextToText.from_pretrained(path, **kwargs)
-    return model, tokenizer, image_processor

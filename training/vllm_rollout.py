@@ -30,7 +30,7 @@ from typing import Any
 import torch
 
 from training.data import IMAGE_PAD, Rendered, Renderer
-from training.sampler import Rollout, assemble, prompt_ids
+from training.sampler import Rollout, assemble, prompt_ids, suppressed_ids
 
 _PADS = re.compile(f"(?:{re.escape(IMAGE_PAD)})+")
 
@@ -75,8 +75,10 @@ class VLLMRollouts:
         return cls(llm, tok, renderer)
 
     def sampling_params(self, n: int, max_new_tokens: int, temperature: float, top_p: float) -> Any:
+        # logit_bias −100 on the vision / chat-structure tokens: the same suppression as the transformers backend.
         return _vllm().SamplingParams(n=n, temperature=temperature, top_p=top_p, max_tokens=max_new_tokens,
-                                      logprobs=0, stop_token_ids=[self.eos], skip_special_tokens=True)
+                                      logprobs=0, stop_token_ids=[self.eos], skip_special_tokens=True,
+                                      logit_bias={i: -100.0 for i in suppressed_ids(self.tok)})
 
     def generate(self, r: Rendered, n: int, max_new_tokens: int, temperature: float, top_p: float,
                  device: torch.device) -> Rollout:

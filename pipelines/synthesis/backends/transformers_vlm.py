@@ -1,6 +1,6 @@
 """An in-process transformers VLM (Qwen2-VL / Qwen2.5-VL / Qwen3-VL class) loaded from a local directory.
 
-Loading goes through ``training.tiny.load_model_and_processor`` — the same ``from_pretrained`` path the
+Loading goes through ``training.models.load_model_and_processor`` — the same ``from_pretrained`` path the
 trainer uses — so a tiny test model and real weights take one road. The chat template renders each image as
 one ``<|image_pad|>``; like Qwen's processor we expand it to the number of merged patches the image processor
 produced (``grid_t·grid_h·grid_w / merge²``). Calls are generated one at a time with greedy decoding: on CPU a
@@ -48,7 +48,7 @@ class TransformersBackend(Backend):
 
     def _load(self) -> tuple[Any, Any, Any]:
         if self._loaded is None:
-            from training.tiny import load_model_and_processor
+            from training.models import load_model_and_processor
 
             try:
                 model, tok, ip = load_model_and_processor(self.model_dir)
