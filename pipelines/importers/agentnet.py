@@ -5,7 +5,10 @@ Fields: ``task_id``, ``instruction`` (or ``natural_language_task``), ``traj`` �
 ``task_completed``, ``alignment_score``, ``efficiency_score``, ``task_difficulty`` (kept as scores). Code is
 parsed by ``pipelines.importers.pycode`` (``ast``, never executed). Desktop mouse calls — ``doubleClick``,
 ``rightClick``, ``middleClick``, ``tripleClick``, ``click(button=, clicks=)`` and a bare ``moveTo`` (hover) —
-import as schema 1.1 click variants; ``mouseDown`` / ``mouseUp`` and more than three clicks are rejected.
+import as schema 1.1 click variants, ``computer.triple_click`` as a triple click, ``moveTo`` + ``dragTo`` as a
+drag; multi-call steps (``moveTo`` + ``scroll``, ``write`` + ``press('enter')``…) become the one action they
+describe (see ``pipelines.importers.pycode``); ``mouseDown`` / ``mouseUp`` and more than three clicks are
+rejected.
 """
 
 from __future__ import annotations
@@ -45,7 +48,8 @@ class AgentNetImporter(Importer):
             sw = f"{where} traj[{i}]"
             value = require(st, "value", sw)
             img = store_image(require(st, "image", sw), ctx, f"{sw} image")
-            action = code_to_action(require(value, "code", sw), img.width, img.height, Coords.UNIT, f"{sw} code")
+            action = code_to_action(require(value, "code", sw), img.width, img.height, Coords.UNIT, f"{sw} code",
+                                    self.platform)
             obs = building.observation(ctx, img, f"{rec.key}/{i}", self.platform, app_id)
             steps.append(building.step(i, obs, action, str(value.get("action") or ""), value.get("thought")))
         scores = {k: float(d[k]) for k in SCORE_FIELDS if isinstance(d.get(k), int | float)}

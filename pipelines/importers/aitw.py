@@ -1,11 +1,15 @@
-"""Android in the Wild (AITW): one record per step, grouped into episodes.
+"""Android in the Wild (AITW): one record per step, grouped into episodes across files.
 
-Fields (the TFRecord features, flattened into JSONL/Parquet rows): ``episode_id``, ``step_id``,
-``episode_length``, ``goal_info``, ``image/encoded``, ``image/width``/``image/height``,
+Read straight from AITW's GZIP TFRecord shards (``tf.train.Example`` per step, no TensorFlow needed) or from
+the same features flattened into JSONL / Parquet rows. Fields: ``episode_id``, ``step_id``,
+``episode_length``, ``goal_info``, ``image/encoded`` — a **raw height × width × channels uint8 buffer**
+(``image/height``, ``image/width``, ``image/channels``), not a PNG; an encoded image is accepted too —,
 ``results/action_type`` (3 type, 4 dual-point, 5 back, 6 home, 7 enter, 10 complete, 11 impossible),
 ``results/yx_touch`` and ``results/yx_lift`` — **(y, x) order, 0–1 fractions** — ``results/type_action``,
-``ui_annotations_positions`` ((y, x, height, width) fractions per element), ``ui_annotations_text``,
-``ui_annotations_ui_types``, ``current_activity``.
+``image/ui_annotations_positions`` (flattened (y, x, height, width) fractions, four per element),
+``image/ui_annotations_text``, ``image/ui_annotations_ui_types`` (older flattenings drop the ``image/``
+prefix; both spellings are read), ``current_activity``. Episodes are complete when they hold
+``episode_length`` steps, wherever the shard boundaries fall.
 
 A dual-point gesture is a tap when touch and lift are within 0.04 of each other in normalized space (the
 threshold AITW's own action-matching code uses), otherwise a swipe from touch to lift.
@@ -13,6 +17,9 @@ threshold AITW's own action-matching code uses), otherwise a swipe from touch to
 
 from __future__ import annotations
 
+import base64
+import binascii
+import contextlib
 import math
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,8 +37,9 @@ from pipelines.importers.base import (
     require,
 )
 from pipelines.importers.convention import Coords, to_pixels
-from pipelines.importers.images import store_image
-from pipelines.importers.sources import grouped_records
+from pipelines.importers.images import is_encoded, store_image, store_raw_pixels
+from pipelines.importers.sources import grouped_across
+from pipelines.importers.tfrecord import Features
 from schemas import Action, BBox, Element, Trajectory
 
 TYPE, DUAL_POINT, BACK, HOME, ENTER, COMPLETE, IMPOSSIBLE = 3, 4, 5, 6, 7, 10, 11
@@ -44,13 +52,36 @@ def _yx(value: Any, where: str) -> tuple[float, float]:
     return value[0], value[1]
 
 
+SCALARS = ("episode_id", "step_id", "episode_length", "goal_info", "image/encoded", "image/height", "image/width",
+           "image/channels", "results/action_type", "results/type_action", "current_activity", "device_type",
+           "android_api_level")
+
+
+def tf_row(f: Features) -> dict[str, Any]:
+    """One AITW ``tf.train.Example`` as the flattened row the rest of this module reads."""
+    row: dict[str, Any] = {}
+    for name, values in f.values.items():
+        if name in SCALARS:
+            v = values[0] if values else None
+            row[name] = v.decode("utf-8", "replace") if isinstance(v, bytes) and name != "image/encoded" else v
+        elif values and isinstance(values[0], bytes):
+            row[name] = [b.decode("utf-8", "replace") for b in values]  # type: ignore[union-attr]
+        else:
+            row[name] = list(values)
+    return row
+
+
+def _annotation(row: dict[str, Any], name: str) -> list[Any]:
+    return list(row.get(f"image/ui_annotations_{name}") or row.get(f"ui_annotations_{name}") or [])
+
+
 def _elements(row: dict[str, Any], w: int, h: int) -> list[Element]:
     """UI annotations ((y, x, height, width) fractions) as elements in pixels, clipped to the image."""
-    pos = row.get("ui_annotations_positions") or []
+    pos = _annotation(row, "positions")
     if pos and not isinstance(pos[0], list | tuple):  # flattened [y, x, h, w, y, x, h, w, ...]
         pos = [pos[i:i + 4] for i in range(0, len(pos) - len(pos) % 4, 4)]
-    texts = row.get("ui_annotations_text") or []
-    types = row.get("ui_annotations_ui_types") or []
+    texts = _annotation(row, "text")
+    types = _annotation(row, "ui_types")
     out = []
     for i, p in enumerate(pos):
         try:
@@ -108,7 +139,14 @@ class AitwImporter(Importer):
     description = "Android in the Wild steps ((y, x) 0–1 points, dual-point tap/swipe)"
 
     def records(self, path: Path, ctx: ImportContext) -> Iterator[SourceRecord]:
-        return grouped_records(path, lambda d: d.get("episode_id"))
+        return self.records_all([path], ctx)
+
+    def records_all(self, paths: list[Path], ctx: ImportContext) -> Iterator[SourceRecord]:
+        def expected(d: dict[str, Any]) -> int | None:
+            n = d.get("episode_length")
+            return None if n is None else int(n)
+
+        return grouped_across(paths, lambda d: d.get("episode_id"), expected, tf_row)
 
     def convert(self, rec: SourceRecord, ctx: ImportContext) -> Trajectory:
         where = f"episode {rec.key} ({rec.location})"
@@ -126,11 +164,23 @@ class AitwImporter(Importer):
         for row in rows:
             i = int(row["step_id"])
             sw = f"{where} step {i}"
-            img = store_image(require(row, "image/encoded", sw), ctx, f"{sw} image/encoded",
-                              (row.get("image/width"), row.get("image/height")))
+            img = self._image(row, ctx, sw)
             elements = _elements(row, img.width, img.height)
             action = parse_action(row, img.width, img.height, elements, sw)
             obs = building.observation(ctx, img, f"{rec.key}/{i}", self.platform, app_id, elements,
                                        location=str(row.get("current_activity") or ""))
             steps.append(building.step(i, obs, action))
         return building.trajectory(ctx, rec.key, goal, steps, app_id, self.platform)
+
+    @staticmethod
+    def _image(row: dict[str, Any], ctx: ImportContext, where: str):
+        """``image/encoded``: a raw pixel buffer (the TFRecords' encoding), else an encoded image or a path."""
+        data = require(row, "image/encoded", where)
+        declared = (row.get("image/width"), row.get("image/height"))
+        if isinstance(data, str) and not data.startswith("data:") and len(data) > 1024:
+            with contextlib.suppress(binascii.Error, ValueError):
+                data = base64.b64decode(data, validate=True)
+        if isinstance(data, bytes | bytearray) and not is_encoded(bytes(data)):
+            return store_raw_pixels(bytes(data), declared[0], declared[1], row.get("image/channels") or 3, ctx,
+                                    f"{where} image/encoded")
+        return store_image(data, ctx, f"{where} image/encoded", declared)

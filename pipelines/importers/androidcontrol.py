@@ -1,10 +1,12 @@
 """AndroidControl: one record per episode with the goal, per-step instructions, screenshots and JSON actions.
 
-Fields (as in the public release, one episode per JSON/JSONL record or Parquet row): ``episode_id``,
-``goal``, ``screenshots`` (paths, base64 or bytes), ``screenshot_widths``/``screenshot_heights``,
-``accessibility_trees`` (optional, stored as raw blobs), ``actions`` (JSON strings or objects with
-``action_type`` and pixel ``x``/``y``) and ``step_instructions``. There is one more screenshot than actions
-(the final screen); step *i* acts on screenshot *i*.
+Read straight from the public release's GZIP TFRecord files (one ``tf.train.Example`` per episode) or from the
+same fields as JSON/JSONL records or Parquet rows: ``episode_id``, ``goal``, ``screenshots`` (PNG bytes, paths
+or base64), ``screenshot_widths``/``screenshot_heights``, ``accessibility_trees`` (optional, stored as raw
+blobs), ``actions`` (JSON strings with ``action_type``: click / long_press with pixel ``x``/``y``, scroll with
+``direction``, ``input_text`` — or ``type`` — with ``text``, open_app with ``app_name``, navigate_home,
+navigate_back, wait) and ``step_instructions``. There is one more screenshot than actions (the final screen);
+step *i* acts on screenshot *i*.
 """
 
 from __future__ import annotations
@@ -28,9 +30,24 @@ from pipelines.importers.base import (
 from pipelines.importers.convention import Coords, to_pixels
 from pipelines.importers.images import store_image
 from pipelines.importers.sources import single_records
+from pipelines.importers.tfrecord import Features
 from schemas import Action, Trajectory
 
 SIMPLE = {"navigate_home": "navigate_home", "navigate_back": "navigate_back", "wait": "wait"}
+
+
+def tf_row(f: Features) -> dict[str, Any]:
+    """One AndroidControl ``tf.train.Example`` (an episode) as the record the rest of this module reads."""
+    return {
+        "episode_id": f.first("episode_id") if not isinstance(f.first("episode_id"), bytes) else f.text("episode_id"),
+        "goal": f.text("goal"),
+        "screenshots": list(f.get("screenshots", [])),  # PNG bytes
+        "screenshot_widths": list(f.get("screenshot_widths", [])),
+        "screenshot_heights": list(f.get("screenshot_heights", [])),
+        "accessibility_trees": list(f.get("accessibility_trees", [])),  # serialized AndroidAccessibilityForest
+        "actions": f.texts("actions"),
+        "step_instructions": f.texts("step_instructions"),
+    }
 
 
 def parse_action(raw: Any, w: int, h: int, where: str) -> Action:
@@ -45,9 +62,17 @@ def parse_action(raw: Any, w: int, h: int, where: str) -> Action:
         x, y = to_pixels(require(raw, "x", where), require(raw, "y", where), w, h, Coords.PIXELS, where)
         return Action(type=kind, x=x, y=y, image_width=w, image_height=h)
     if kind == "scroll":
-        return Action(type="scroll", direction=require(raw, "direction", where))
-    if kind == "input_text":
-        return Action(type="type", text=require(raw, "text", where))
+        direction = require(raw, "direction", where)
+        if raw.get("x") is not None and raw.get("y") is not None:
+            x, y = to_pixels(raw["x"], raw["y"], w, h, Coords.PIXELS, where)
+            return Action(type="scroll", direction=direction, x=x, y=y, image_width=w, image_height=h)
+        return Action(type="scroll", direction=direction)
+    if kind in ("input_text", "type"):
+        text = require(raw, "text", where)
+        if raw.get("x") is not None and raw.get("y") is not None:
+            x, y = to_pixels(raw["x"], raw["y"], w, h, Coords.PIXELS, where)
+            return Action(type="type", text=text, x=x, y=y, image_width=w, image_height=h)
+        return Action(type="type", text=text)
     if kind == "open_app":
         return Action(type="open_app", app=require(raw, "app_name", where))
     if kind in SIMPLE:
@@ -61,7 +86,7 @@ class AndroidControlImporter(Importer):
     description = "AndroidControl episodes (pixels; goal + step instructions)"
 
     def records(self, path: Path, ctx: ImportContext) -> Iterator[SourceRecord]:
-        return single_records(path, lambda d: d.get("episode_id"))
+        return single_records(path, lambda d: d.get("episode_id"), tf_row)
 
     def convert(self, rec: SourceRecord, ctx: ImportContext) -> Trajectory:
         d = rec.data

@@ -69,10 +69,10 @@ class ImportContext:
     image_dirs: list[Path] = field(default_factory=list)
     options: dict[str, Any] = field(default_factory=dict)
 
-    def with_source(self, path: Path) -> ImportContext:
-        """A context whose relative image paths also resolve next to ``path`` (and its ``images/`` folder)."""
-        extra = [path.parent, path.parent / "images"]
-        return ImportContext(self.fmt, self.blobs, [*self.image_dirs, *extra], self.options)
+    def with_source(self, *paths: Path) -> ImportContext:
+        """A context whose relative image paths also resolve next to ``paths`` (and their ``images/`` folders)."""
+        extra = [d for p in paths for d in (p.parent, p.parent / "images")]
+        return ImportContext(self.fmt, self.blobs, list(dict.fromkeys([*self.image_dirs, *extra])), self.options)
 
     def lineage(self, *source_ids: str) -> Lineage:
         return Lineage(source=f"import:{self.fmt}", source_ids=list(dict.fromkeys(s for s in source_ids if s)))
@@ -96,6 +96,10 @@ class Importer(ABC):
     @abstractmethod
     def convert(self, rec: SourceRecord, ctx: ImportContext) -> Trajectory:
         """One source record → one trajectory; raises ``Bad`` (or a pydantic error) when it cannot."""
+
+    def records_all(self, paths: list[Path], ctx: ImportContext) -> Iterator[SourceRecord] | None:
+        """Source records of all files at once, for formats whose episodes span files; None = file by file."""
+        return None
 
 
 def require(data: dict[str, Any], key: str, where: str) -> Any:

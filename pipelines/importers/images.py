@@ -47,8 +47,8 @@ def image_bytes(ref: Any, ctx: ImportContext, where: str) -> bytes:
         raise Bad(IMAGE_MISSING, f"{where}: image struct has neither bytes nor path")
     if isinstance(ref, bytes | bytearray):
         return bytes(ref)
-    if isinstance(ref, list) and ref:  # conversation formats allow a list of images; the first is the screen
-        return image_bytes(ref[0], ctx, where)
+    if isinstance(ref, list) and ref:  # multi-image samples (AGUVIS): earlier screens, then the current one
+        return image_bytes(ref[-1], ctx, where)
     if not isinstance(ref, str) or not ref:
         raise Bad(IMAGE_MISSING, f"{where}: no image reference")
     if ref.startswith("data:image"):
@@ -63,6 +63,34 @@ def image_bytes(ref: Any, ctx: ImportContext, where: str) -> bytes:
         return base64.b64decode(ref, validate=True)
     except (binascii.Error, ValueError):
         raise Bad(IMAGE_MISSING, f"{where}: image {ref[:60]!r} is neither a file nor base64") from None
+
+
+ENCODED_MAGIC = (b"\x89PNG", b"\xff\xd8", b"GIF8", b"RIFF", b"BM")
+RAW_MODES = {1: "L", 3: "RGB", 4: "RGBA"}
+
+
+def is_encoded(data: bytes) -> bool:
+    """Whether bytes are an encoded image file (PNG, JPEG, GIF, WebP, BMP) rather than raw pixels."""
+    return data.startswith(ENCODED_MAGIC)
+
+
+def store_raw_pixels(data: bytes, width: Any, height: Any, channels: Any, ctx: ImportContext,
+                     where: str) -> StoredImage:
+    """A raw height × width × channels uint8 buffer (AITW's ``image/encoded``) stored as a PNG."""
+    try:
+        w, h, c = int(width), int(height), int(channels or 3)
+    except (TypeError, ValueError):
+        raise Bad(IMAGE_UNREADABLE, f"{where}: a raw pixel buffer needs integer width, height and channels, got "
+                                    f"{width!r}x{height!r}x{channels!r}") from None
+    if c not in RAW_MODES or w <= 0 or h <= 0:
+        raise Bad(IMAGE_UNREADABLE, f"{where}: unsupported raw image shape {h}x{w}x{c}")
+    if len(data) != w * h * c:
+        raise Bad(IMAGE_SIZE_MISMATCH, f"{where}: raw buffer has {len(data)} bytes but {h}x{w}x{c} needs "
+                                       f"{w * h * c}")
+    img = Image.frombytes(RAW_MODES[c], (w, h), data)
+    buf = io.BytesIO()
+    img.convert("RGB" if c == 4 else RAW_MODES[c]).save(buf, format="PNG", compress_level=1)
+    return StoredImage(ctx.blobs.put(buf.getvalue()), w, h)
 
 
 def store_image(ref: Any, ctx: ImportContext, where: str, declared: tuple[Any, Any] | None = None) -> StoredImage:

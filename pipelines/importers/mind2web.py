@@ -1,10 +1,14 @@
-"""Multimodal-Mind2Web: one row per action, grouped into tasks by ``annotation_id``.
+"""Multimodal-Mind2Web: one row per action, grouped into tasks by ``annotation_id`` across Parquet shards.
 
 Fields: ``annotation_id``, ``action_uid``, ``confirmed_task``, ``website``, ``operation`` (``{"op": CLICK | TYPE
-| SELECT, "original_op", "value"}``, object or JSON text; an ``original_op`` of HOVER becomes a ``hover``),
-``pos_candidates`` (candidates whose ``attributes`` hold ``bounding_box_rect`` as ``"x,y,width,height"`` in
-screenshot pixels), ``target_action_index``, ``action_reprs``, ``screenshot``. The action point is the centre of
-the positive candidate's box, which must lie inside the (full-page) screenshot.
+| SELECT, "original_op", "value"}``, object or JSON text; an ``original_op`` of HOVER becomes a ``hover``, one
+of ENTER a key press of Enter on the focused element), ``pos_candidates`` (candidates whose ``attributes``
+hold ``bounding_box_rect`` as ``"x,y,width,height"`` in screenshot pixels), ``target_action_index``,
+``action_reprs`` — the *whole task's* action list, repeated on every row — and ``screenshot``. A task is
+complete when it has ``len(action_reprs)`` rows, which the public shards often split between two files; a
+task still short of that at the end of the input is rejected as incomplete (never silently truncated). The
+action point is the centre of the positive candidate's box, which must lie inside the (full-page)
+screenshot.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from pipelines.importers.base import (
 )
 from pipelines.importers.convention import check_bbox
 from pipelines.importers.images import store_image
-from pipelines.importers.sources import grouped_records
+from pipelines.importers.sources import grouped_across
 from schemas import Action, BBox, Element, Trajectory
 
 OPS = {"CLICK": "click", "TYPE": "type", "SELECT": "select"}
@@ -73,11 +77,21 @@ class Mind2WebImporter(Importer):
     description = "Multimodal-Mind2Web actions (pixel candidate boxes; CLICK/TYPE/SELECT)"
 
     def records(self, path: Path, ctx: ImportContext) -> Iterator[SourceRecord]:
-        return grouped_records(path, lambda d: d.get("annotation_id"))
+        return self.records_all([path], ctx)
+
+    def records_all(self, paths: list[Path], ctx: ImportContext) -> Iterator[SourceRecord]:
+        def expected(d: dict[str, Any]) -> int | None:
+            reprs = d.get("action_reprs")
+            if isinstance(reprs, str):
+                reprs = _json(reprs, "action_reprs")
+            return len(reprs) if isinstance(reprs, list) and reprs else None
+
+        return grouped_across(paths, lambda d: d.get("annotation_id"), expected)
 
     def convert(self, rec: SourceRecord, ctx: ImportContext) -> Trajectory:
         where = f"task {rec.key} ({rec.location})"
-        rows = ordered_steps(rec.data, "target_action_index", where)
+        reprs = _json(rec.data[0].get("action_reprs") or [], f"{where} action_reprs")
+        rows = ordered_steps(rec.data, "target_action_index", where, len(reprs) or None)
         task = require(rows[0], "confirmed_task", where)
         website = str(rows[0].get("website") or "web:unknown")
         steps, uids = [], []
@@ -85,17 +99,22 @@ class Mind2WebImporter(Importer):
             sw = f"{where} action {i} ({row.get('action_uid', '?')})"
             op = _json(require(row, "operation", sw), f"{sw} operation")
             kind = OPS.get(str(require(op, "op", sw)).upper())
-            if kind == "click" and str(op.get("original_op") or "").upper() == "HOVER":
+            original = str(op.get("original_op") or "").upper()
+            if kind == "click" and original == "HOVER":
                 kind = "hover"  # recorded as a click, but the annotator only moved the pointer there
+            elif original == "ENTER":
+                kind = "key"  # the annotator pressed Enter in the element (submitting a search, a form)
             if kind is None:
                 raise Bad(UNKNOWN_ACTION, f"{sw}: unknown operation {op.get('op')!r}")
             img = store_image(require(row, "screenshot", sw), ctx, f"{sw} screenshot")
             target = _target(row, img.width, img.height, sw)
             x, y = target.bbox.center
             text = str(op.get("value") or "") if kind in ("type", "select") else None
-            action = Action(type=kind, x=x, y=y, image_width=img.width, image_height=img.height, text=text,
-                            target_element_id=target.id, target_bbox=target.bbox)
-            reprs = row.get("action_reprs") or []
+            if kind == "key":  # no pointer moves: the key goes to the element, which stays the target
+                action = Action(type="key", key="enter", target_element_id=target.id, target_bbox=target.bbox)
+            else:
+                action = Action(type=kind, x=x, y=y, image_width=img.width, image_height=img.height, text=text,
+                                target_element_id=target.id, target_bbox=target.bbox)
             instruction = str(reprs[i]) if i < len(reprs) else ""
             obs = building.observation(ctx, img, f"{rec.key}/{i}", self.platform, website, [target])
             steps.append(building.step(i, obs, action, instruction))

@@ -1,8 +1,14 @@
 """Actions written as Python calls (pyautogui / ``mobile.*`` / ``computer.*``), parsed with ``ast``, never run.
 
-OpenCUA AgentNet and AGUVIS express each step as one or two lines of code with 0–1 coordinates
+OpenCUA AgentNet and AGUVIS express each step as one or a few lines of code with 0–1 coordinates
 (``pyautogui.click(x=0.42, y=0.17)``). Code from a dataset is untrusted text: it is parsed into call nodes and
 only literal arguments are read (``ast.literal_eval`` per argument), so nothing in it can execute.
+
+Several calls in one step are one action when they say one thing: ``moveTo`` + a click (the click at the
+moved-to point), ``moveTo`` + ``dragTo`` (a drag), ``moveTo`` + ``scroll`` (a scroll at that point), a click
++ ``write`` (typing at the point), ``write`` + ``press('enter')`` (typing that submits: the text gets a final
+newline, which WebDriver / Appium type as Enter) and click + ``write`` + ``press('enter')``. A drag is a
+``drag`` on desktop and web and a ``swipe`` on phones; OpenCUA's ``computer.triple_click`` is a triple click.
 """
 
 from __future__ import annotations
@@ -20,7 +26,8 @@ from schemas.action import MAX_CLICKS
 UNSUPPORTED = {"mousedown", "mouseup"}
 # pyautogui's click family: the fixed (button, clicks) each name implies; ``click`` reads them from its arguments.
 CLICK_CALLS: dict[str, tuple[str | None, int | None]] = {
-    "click": (None, None), "leftclick": ("left", None), "tap": (None, None),
+    "click": (None, None), "leftclick": ("left", None), "tap": (None, None), "triple_click": (None, 3),
+    "double_click": (None, 2), "right_click": ("right", None),
     "doubleclick": (None, 2), "tripleclick": (None, 3), "rightclick": ("right", None), "middleclick": ("middle", None),
 }
 # pyautogui also names the buttons by role (primary / secondary, which follow a swapped-buttons setting).
@@ -91,7 +98,22 @@ def _keys(call: Call) -> str:
     return "+".join(str(k).lower() for k in keys)
 
 
-def _single(call: Call, w: int, h: int, coords: Coords, where: str) -> Action:
+MOBILE = {"android", "ios"}
+
+
+def _drag(start: dict[str, Any], end: dict[str, Any], w: int, h: int, platform: str) -> Action:
+    kind = "swipe" if platform in MOBILE else "drag"
+    return Action(type=kind, x=start["x"], y=start["y"], x2=end["x"], y2=end["y"], image_width=w, image_height=h)
+
+
+def _coord_pair(value: Any, w: int, h: int, coords: Coords, where: str) -> dict[str, Any]:
+    if not isinstance(value, list | tuple) or len(value) != 2:
+        raise Bad(UNPARSEABLE_CODE, f"{where}: expected an [x, y] coordinate, got {value!r}")
+    x, y = to_pixels(value[0], value[1], w, h, coords, where)
+    return {"x": x, "y": y}
+
+
+def _single(call: Call, w: int, h: int, coords: Coords, where: str, platform: str = "desktop") -> Action:
     n = call.name
     if n in UNSUPPORTED:
         raise Bad(UNSUPPORTED_ACTION, f"{where}: {n} has no equivalent in the trajforge action space")
@@ -120,6 +142,12 @@ def _single(call: Call, w: int, h: int, coords: Coords, where: str) -> Action:
         direction = ("right" if value > 0 else "left") if n == "hscroll" else ("up" if value > 0 else "down")
         pt = _point(Call(n, call.args[1:], call.kwargs), w, h, coords, where)
         return Action(type="scroll", direction=direction, **pt)
+    if n == "dragto" and call.arg(0, "from_coord") is not None and not isinstance(call.arg(0, "x"), int | float):
+        start = _coord_pair(call.arg(0, "from_coord"), w, h, coords, where)
+        end = _coord_pair(call.arg(1, "to_coord"), w, h, coords, where)
+        return _drag(start, end, w, h, platform)
+    if n == "dragto":
+        raise Bad(UNSUPPORTED_ACTION, f"{where}: dragTo without a start point (moveTo before it, or from_coord)")
     if n == "swipe":
         start, end = call.arg(0, "from_coord"), call.arg(1, "to_coord")
         if start is not None and end is not None:
@@ -169,30 +197,46 @@ def _click(call: Call, point: dict[str, Any], where: str) -> Action:
     return Action(type="click", button=button, clicks=clicks, **point)
 
 
-def code_to_action(code: str, width: int, height: int, coords: Coords, where: str) -> Action:
-    """One step's code → one ``Action`` on a ``width`` × ``height`` screenshot.
+WRITES = ("write", "typewrite", "type")
 
-    Two-call idioms are merged: ``moveTo`` + ``dragTo`` is a swipe, ``moveTo`` + a click-family call is that
-    click at the moved-to point (unless the click names its own), ``click`` + ``write`` is typing at a point.
-    Any other sequence of several actions is refused: a step is one action.
-    """
+
+def _is_enter(call: Call) -> bool:
+    presses = call.kwargs.get("presses", 1)
+    return call.name == "press" and _keys(call) in ("enter", "return") and presses in (1, None)
+
+
+def code_to_action(code: str, width: int, height: int, coords: Coords, where: str,
+                   platform: str = "desktop") -> Action:
+    """One step's code → one ``Action`` on a ``width`` × ``height`` screenshot (see the module docstring for
+    the multi-call idioms). Any other sequence of several actions is refused: a step is one action."""
     calls = parse_calls(code, where)
     if len(calls) == 1:
-        return _single(calls[0], width, height, coords, where)
+        return _single(calls[0], width, height, coords, where, platform)
     names = [c.name for c in calls]
+    w, h = width, height
     if names == ["moveto", "dragto"]:
-        start = _point(calls[0], width, height, coords, where)
-        end = _point(calls[1], width, height, coords, where)
+        start, end = _point(calls[0], w, h, coords, where), _point(calls[1], w, h, coords, where)
         if not start or not end:
             raise Bad(UNPARSEABLE_CODE, f"{where}: drag without both points")
-        return Action(type="swipe", x=start["x"], y=start["y"], x2=end["x"], y2=end["y"],
-                      image_width=width, image_height=height)
+        return _drag(start, end, w, h, platform)
     if names[0] == "moveto" and len(calls) == 2 and names[1] in CLICK_CALLS:
-        point = _point(calls[1], width, height, coords, where) or _point(calls[0], width, height, coords, where)
+        point = _point(calls[1], w, h, coords, where) or _point(calls[0], w, h, coords, where)
         if not point:
             raise Bad(UNPARSEABLE_CODE, f"{where}: moveTo + {calls[1].name} without a point")
         return _click(calls[1], point, where)
-    if len(calls) == 2 and names[0] in ("click", "tap") and names[1] in ("write", "typewrite", "type"):
-        pt = _point(calls[0], width, height, coords, where)
-        return Action(type="type", text=str(calls[1].arg(0, "message", "text") or ""), **pt)
+    if names[0] == "moveto" and len(calls) == 2 and names[1] in ("scroll", "vscroll", "hscroll"):
+        point = _point(calls[0], w, h, coords, where)
+        scroll = _single(calls[1], w, h, coords, where, platform)
+        if not point or scroll.point is not None:
+            raise Bad(UNPARSEABLE_CODE, f"{where}: moveTo + {calls[1].name} needs exactly one point")
+        return Action(type="scroll", direction=scroll.direction, **point, image_width=w, image_height=h)
+    submit = len(calls) >= 2 and _is_enter(calls[-1])
+    body = calls[:-1] if submit else calls
+    body_names = [c.name for c in body]
+    if len(body) == 2 and body_names[0] in ("click", "tap") and body_names[1] in WRITES:
+        pt = _point(body[0], w, h, coords, where)
+        text = str(body[1].arg(0, "message", "text") or "")
+        return Action(type="type", text=text + ("\n" if submit else ""), **pt)
+    if submit and len(body) == 1 and body_names[0] in WRITES:
+        return Action(type="type", text=str(body[0].arg(0, "message", "text") or "") + "\n")
     raise Bad(UNSUPPORTED_ACTION, f"{where}: several actions in one step: {', '.join(names)}")

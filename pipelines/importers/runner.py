@@ -146,32 +146,41 @@ def run_import(
         if on_record:
             on_record(rec.location, False)
 
+    def handle(rec: SourceRecord, fctx: ImportContext) -> None:
+        if rec.error is not None:
+            reject(rec, rec.error.reason, rec.error.detail)
+            return
+        try:
+            traj: Trajectory = importer.convert(rec, fctx)
+        except Bad as bad:
+            reject(rec, bad.reason, bad.detail)
+            return
+        except ValidationError as exc:
+            reject(rec, SCHEMA_INVALID, _pydantic_detail(exc, f"{rec.key} ({rec.location})"))
+            return
+        if traj.id in seen:
+            reject(rec, DUPLICATE_ID, f"{rec.key} ({rec.location}): already imported in this run")
+            return
+        seen.add(traj.id)
+        trajs.add(traj)
+        summary.imported += 1
+        summary.steps += len(traj.steps)
+        if on_record:
+            on_record(rec.location, True)
+
     try:
-        for path in paths:
-            path = Path(path)
-            summary.sources.append(str(path))
-            fctx = ctx.with_source(path)
-            for rec in importer.records(path, fctx):
-                if rec.error is not None:
-                    reject(rec, rec.error.reason, rec.error.detail)
-                    continue
-                try:
-                    traj: Trajectory = importer.convert(rec, fctx)
-                except Bad as bad:
-                    reject(rec, bad.reason, bad.detail)
-                    continue
-                except ValidationError as exc:
-                    reject(rec, SCHEMA_INVALID, _pydantic_detail(exc, f"{rec.key} ({rec.location})"))
-                    continue
-                if traj.id in seen:
-                    reject(rec, DUPLICATE_ID, f"{rec.key} ({rec.location}): already imported in this run")
-                    continue
-                seen.add(traj.id)
-                trajs.add(traj)
-                summary.imported += 1
-                summary.steps += len(traj.steps)
-                if on_record:
-                    on_record(rec.location, True)
+        paths = [Path(p) for p in paths]
+        summary.sources = [str(p) for p in paths]
+        all_ctx = ctx.with_source(*paths)
+        together = importer.records_all(paths, all_ctx)
+        if together is not None:
+            for rec in together:
+                handle(rec, all_ctx)
+        else:
+            for path in paths:
+                fctx = ctx.with_source(path)
+                for rec in importer.records(path, fctx):
+                    handle(rec, fctx)
         trajs.flush(force=True)
         rejects.flush(force=True)
         summary.trajectory_files = _publish(staging / "trajectories", out / "trajectories", fmt)

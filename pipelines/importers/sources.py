@@ -1,8 +1,16 @@
-"""Streaming readers of source files: JSON Lines, JSON (an array is streamed item by item) and Parquet.
+"""Streaming readers of source files: JSON Lines, JSON (an array is streamed item by item), Parquet, TFRecord.
 
 Public datasets ship as multi-gigabyte files, so nothing here loads a whole file: JSONL is read line by
-line, a JSON array is decoded one item at a time from a growing buffer, Parquet batch by batch. A row that
+line, a JSON array is decoded one item at a time from a growing buffer, Parquet batch by batch, TFRecord
+record by record (``tf.train.Example`` rows, turned into dicts by the importer's ``tf_row``). A row that
 cannot be decoded becomes a ``Row`` with an ``error`` so the caller can reject it and go on.
+
+Step-per-row datasets group rows into episodes. ``grouped_records`` does it within one file (contiguous
+runs); ``grouped_across`` does it across all the files of an import, because real shards cut episodes in two
+(Mind2Web's Parquet shards, AITW's TFRecord files): a group whose expected length (``expected_of``: AITW's
+``episode_length``, Mind2Web's ``len(action_reprs)``) is not reached yet stays open across a file boundary
+and is emitted when complete; whatever is still incomplete at the end is emitted with an
+``episode_incomplete`` error that says how many rows it has and how many it should have.
 """
 
 from __future__ import annotations
@@ -15,9 +23,21 @@ from typing import Any, TextIO
 
 import pyarrow.parquet as pq
 
-from pipelines.importers.base import BAD_VALUE, EPISODE_NOT_CONTIGUOUS, INVALID_JSON, Bad, SourceRecord
+from pipelines.importers.base import (
+    BAD_VALUE,
+    EPISODE_INCOMPLETE,
+    EPISODE_NOT_CONTIGUOUS,
+    IMAGE_UNREADABLE,
+    INVALID_JSON,
+    Bad,
+    SourceRecord,
+)
+from pipelines.importers.tfrecord import Features, TFRecordError, iter_examples, masked_crc
 
 CHUNK = 1 << 20
+TFRECORD_SUFFIXES = (".tfrecord", ".tfrecords", ".tfr")
+TfRow = Callable[[Features], dict[str, Any]]
+MAX_OPEN_GROUPS = 64  # incomplete episodes held while waiting for the rest (a shard boundary cuts one or two)
 
 
 @dataclass
@@ -27,17 +47,47 @@ class Row:
     error: Bad | None = None
 
 
-def iter_rows(path: Path) -> Iterator[Row]:
-    """Rows of a ``.jsonl``/``.ndjson``, ``.json`` or ``.parquet`` file."""
+def is_tfrecord(path: Path) -> bool:
+    """A TFRecord file by name (``.tfrecord``…) or, for extension-less shards (``general-00000-of-00321``),
+    by content: GZIP data or a valid first length checksum."""
+    if any(s in TFRECORD_SUFFIXES for s in path.suffixes):
+        return True
+    if path.suffix.lower() in (".parquet", ".jsonl", ".ndjson", ".json"):
+        return False
+    with path.open("rb") as f:
+        head = f.read(12)
+    if head[:2] == b"\x1f\x8b":
+        return True
+    return len(head) == 12 and int.from_bytes(head[8:], "little") == masked_crc(head[:8])
+
+
+def _tfrecord_rows(path: Path, tf_row: TfRow) -> Iterator[Row]:
+    try:
+        for i, parsed in iter_examples(path):
+            loc = f"{path.name}:record {i}"
+            if isinstance(parsed, ValueError):
+                yield Row(loc, None, Bad(INVALID_JSON, f"{loc}: {parsed}"))
+            else:
+                yield Row(loc, tf_row(parsed))
+    except TFRecordError as exc:
+        loc = f"{path.name}:record {exc.index}"
+        yield Row(loc, None, Bad(IMAGE_UNREADABLE if "checksum" in str(exc) else BAD_VALUE, str(exc)))
+
+
+def iter_rows(path: Path, tf_row: TfRow | None = None) -> Iterator[Row]:
+    """Rows of a ``.jsonl``/``.ndjson``, ``.json``, ``.parquet`` or (with ``tf_row``) TFRecord file."""
     suffix = path.suffix.lower()
-    if suffix == ".parquet":
+    if tf_row is not None and is_tfrecord(path):
+        yield from _tfrecord_rows(path, tf_row)
+    elif suffix == ".parquet":
         yield from _parquet_rows(path)
     elif suffix in (".jsonl", ".ndjson"):
         yield from _jsonl_rows(path)
     elif suffix == ".json":
         yield from _json_rows(path)
     else:
-        raise ValueError(f"{path}: unsupported source file type {suffix!r} (use .jsonl, .json or .parquet)")
+        kinds = ".jsonl, .json, .parquet or TFRecord" if tf_row is not None else ".jsonl, .json or .parquet"
+        raise ValueError(f"{path}: unsupported source file type {suffix!r} (use {kinds})")
 
 
 def _jsonl_rows(path: Path) -> Iterator[Row]:
@@ -108,9 +158,10 @@ def _parquet_rows(path: Path, batch_size: int = 64) -> Iterator[Row]:
             yield Row(f"{path.name}:row {n}", row)
 
 
-def single_records(path: Path, key_of: Callable[[dict[str, Any]], Any]) -> Iterator[SourceRecord]:
+def single_records(path: Path, key_of: Callable[[dict[str, Any]], Any],
+                   tf_row: TfRow | None = None) -> Iterator[SourceRecord]:
     """One source record per row (episode-per-row formats)."""
-    for row in iter_rows(path):
+    for row in iter_rows(path, tf_row):
         if row.error is not None:
             yield SourceRecord(row.location, row.location, row.data, row.error)
             continue
@@ -160,3 +211,65 @@ def grouped_records(
             current, rows, first_loc = key, [], row.location
         rows.append(row.data)
     yield from flush()
+
+
+def grouped_across(
+    paths: list[Path],
+    key_of: Callable[[dict[str, Any]], Any],
+    expected_of: Callable[[dict[str, Any]], int | None],
+    tf_row: TfRow | None = None,
+) -> Iterator[SourceRecord]:
+    """Rows of all ``paths`` grouped by key into complete episodes (see the module docstring).
+
+    A group is emitted as soon as it holds ``expected_of(first row)`` rows; a group without a known length
+    is emitted when its key changes within a file, or when the next file does not continue it. Rows of a key
+    that was already emitted are rejected as ``episode_not_contiguous``.
+    """
+    done: set[str] = set()
+    open_groups: dict[str, tuple[str, list[Any], int | None]] = {}  # key -> (first location, rows, expected)
+
+    def emit(key: str) -> SourceRecord:
+        loc, rows, expected = open_groups.pop(key)
+        done.add(key)
+        if expected is not None and len(rows) < expected:
+            return SourceRecord(key, loc, rows, Bad(EPISODE_INCOMPLETE, f"{loc}: episode {key!r} has {len(rows)} of "
+                                                                       f"its {expected} rows (the rest is missing)"))
+        return SourceRecord(key, loc, rows)
+
+    last: str | None = None
+    for path in paths:
+        for row in iter_rows(path, tf_row):
+            if row.error is not None:
+                yield SourceRecord(row.location, row.location, row.data, row.error)
+                continue
+            key = key_of(row.data) if isinstance(row.data, dict) else None
+            if key in (None, ""):
+                yield SourceRecord(row.location, row.location, row.data,
+                                   Bad(BAD_VALUE, f"{row.location}: row has no episode id"))
+                continue
+            key = str(key)
+            if key in done:
+                yield SourceRecord(key, row.location, [row.data], Bad(
+                    EPISODE_NOT_CONTIGUOUS, f"{row.location}: rows of {key!r} reappear after the episode was "
+                                            "complete (or after other episodes)"))
+                continue
+            if last is not None and last != key and last in open_groups and open_groups[last][2] is None:
+                yield emit(last)  # unknown length: a key change within the stream ends the group
+            if key not in open_groups:
+                try:
+                    expected = expected_of(row.data)
+                except (TypeError, ValueError):
+                    yield SourceRecord(key, row.location, [row.data],
+                                       Bad(BAD_VALUE, f"{row.location}: the episode length is not an integer"))
+                    done.add(key)
+                    continue
+                open_groups[key] = (row.location, [], expected)
+                if len(open_groups) > MAX_OPEN_GROUPS:
+                    yield emit(next(iter(open_groups)))
+            open_groups[key][1].append(row.data)
+            last = key
+            expected = open_groups[key][2]
+            if expected is not None and len(open_groups[key][1]) >= expected:
+                yield emit(key)
+    for key in list(open_groups):
+        yield emit(key)
