@@ -58,6 +58,7 @@ class SourceRecord:
     location: str
     data: Any
     error: Bad | None = None
+    payload: Any = None  # what a reject keeps of it, when ``data`` is not the source rows themselves
 
 
 @dataclass

@@ -1,22 +1,37 @@
-"""GUI-Libra and AGUVIS conversation samples: one screenshot, a human turn with the task, gpt turn(s) with the action.
+"""GUI-Libra and AGUVIS conversation samples: a screenshot, a human turn with the task, gpt turn(s) with the action.
 
 GUI-Libra targets read ``<think>…</think><answer>{"action_description", "action_type", "value",
-"point_2d"}</answer>`` with ``point_2d`` on the 0–1000 grid (or Qwen2.5-VL resized pixels when the sample says
-``"coord_convention": "qwen25"``); parsing reuses ``schemas.exporters.guilibra``. AGUVIS writes a thought turn
-(``recipient: all``) and a code turn (``recipient: os``) with pyautogui / ``mobile.*`` calls in 0–1 fractions.
+"point_2d"}</answer>`` (``<thinking>`` for its Qwen3-VL data) with ``point_2d`` on the 0–1000 grid (or
+Qwen2.5-VL resized pixels when the sample says ``"coord_convention": "qwen25"``) and ``[-100, -100]`` (or
+``"none"`` / null) for "no point"; parsing reuses ``schemas.exporters.guilibra``. AGUVIS writes a thought turn
+(``recipient: all``) and a code turn (``recipient: os``) with pyautogui / ``mobile.*`` calls in 0–1
+fractions; a multi-image sample (earlier screens, then the current one) acts on its **last** image.
 
-Samples are single steps. Samples whose ids read ``<trajectory>:<step>[:<variant>]`` (what trajforge's own
-exporters write) and that sit together in the file are reassembled into one trajectory; a step exported twice
-(reasoning and direct-action variants) is imported once, keeping the reasoning. Anything else becomes a
-one-step trajectory.
+Samples are single steps, and a trajectory's steps — with GUI-Libra's reasoning and direct-action twins, which
+its data keeps in separate files — are spread over the input, so all files are read before trajectories are
+assembled (the rows are text and image paths; screenshots go to the blob store as they are read). A step's
+trajectory and index come from a trajforge id (``<trajectory>:<step>[:reason|direct]``) when there is one,
+else from its content: the same task and the same image folder make an episode, and the number of entries in
+the turn's ``Interaction History`` / ``Previous actions`` is the step's index. A twin (same episode, index,
+screenshot and action) is merged into one step, keeping the reasoning; the same index with a different screen
+or action starts another episode. An episode whose indices have a gap (a step filtered out upstream) is
+rejected as incomplete, naming the missing steps.
+
+The platform is the sample's ``platform`` field (trajforge exports write it), else ``--platform``, else a
+guess for the whole trajectory: mobile-only actions or a portrait screenshot mean Android, desktop-only mouse
+actions mean desktop, otherwise web.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from pydantic import ValidationError
 
 from pipelines.importers import building
 from pipelines.importers.base import (
@@ -32,17 +47,22 @@ from pipelines.importers.base import (
     require,
 )
 from pipelines.importers.convention import Coords
-from pipelines.importers.images import store_image
+from pipelines.importers.images import StoredImage, store_image
 from pipelines.importers.pycode import code_to_action
-from pipelines.importers.sources import grouped_records
-from schemas import Action, Step, Trajectory
+from pipelines.importers.sources import iter_rows
+from schemas import Action, Trajectory
 from schemas.exporters.coords import CoordConvention, Frame
-from schemas.exporters.guilibra import answer_to_action, parse_target
+from schemas.exporters.guilibra import answer_to_action, is_no_point, parse_target
 
 STEP_ID = re.compile(r"^(?P<traj>.+):(?P<step>\d+)(?::(?P<variant>reason|direct))?$")
 TASK_LINE = re.compile(r"^\s*(?:Task|Instruction|Goal)\s*:\s*(.+)$", re.M | re.I)
 THOUGHT_LINE = re.compile(r"Thought\s*:\s*(.+?)(?:\n\s*Action\s*:|$)", re.S | re.I)
 ACTION_LINE = re.compile(r"^\s*(?:Action|Low-level instruction)\s*:\s*(.+)$", re.M | re.I)
+HISTORY = re.compile(r"(?:Interaction History|Previous actions|Action history)\s*:(?P<h>.*?)"
+                     r"(?:\n\s*The response should|$)", re.S | re.I)
+HISTORY_ITEM = re.compile(r"^\s*(?:Step\s*\d+|\d+[.:)])", re.M | re.I)
+MOBILE_ONLY = {"navigate_home", "long_press", "open_app"}
+DESKTOP_ONLY = {"right_click", "middle_click", "double_click", "triple_click", "double_right_click", "drag"}
 
 
 def _turns(sample: dict[str, Any], where: str) -> list[dict[str, Any]]:
@@ -62,11 +82,26 @@ def _turns(sample: dict[str, Any], where: str) -> list[dict[str, Any]]:
 
 
 def task_of(human_text: str) -> str:
-    """The high-level task from a user turn: its ``Task:`` line, else the text without image tokens."""
+    """The high-level task from a user turn: its ``Task:`` / ``Instruction:`` line, else the text itself."""
     m = TASK_LINE.search(human_text)
     if m:
         return m.group(1).strip()
     return human_text.replace("<image>", "").strip()
+
+
+def history_length(human_text: str) -> int:
+    """How many earlier steps a user turn lists (``Step N …`` or ``N.`` lines after the history heading)."""
+    m = HISTORY.search(human_text)
+    return len(HISTORY_ITEM.findall(m.group("h"))) if m else 0
+
+
+def _current_image(ref: Any) -> Any:
+    return ref[-1] if isinstance(ref, list) and ref else ref
+
+
+def _folder(ref: Any) -> str:
+    ref = _current_image(ref)
+    return os.path.dirname(ref) if isinstance(ref, str) and len(ref) < 1024 and "/" in ref else ""
 
 
 def _guilibra_action(sample: dict[str, Any], text: str, w: int, h: int, default: str, where: str):
@@ -78,11 +113,13 @@ def _guilibra_action(sample: dict[str, Any], text: str, w: int, h: int, default:
     if conv in (Coords.UNIT, Coords.PIXELS):
         raise Bad(CONVENTION_MISMATCH, f"{where}: GUI-Libra point_2d cannot use the {conv!r} convention")
     try:
-        frame = Frame(w, h, CoordConvention(conv))
+        frame = Frame(w, h, CoordConvention(conv), max_pixels=int(sample.get("max_pixels") or 16384 * 28 * 28))
     except ValueError:
         raise Bad(BAD_VALUE, f"{where}: unknown coord_convention {conv!r}") from None
     point = answer.get("point_2d")
-    if isinstance(point, list | tuple) and len(point) == 2:
+    if is_no_point(point):
+        answer = {**answer, "point_2d": None}
+    elif isinstance(point, list | tuple) and len(point) == 2:
         try:
             px, py = float(point[0]), float(point[1])
         except (TypeError, ValueError):
@@ -91,25 +128,58 @@ def _guilibra_action(sample: dict[str, Any], text: str, w: int, h: int, default:
         if not (0 <= px <= limit[0] and 0 <= py <= limit[1]):
             raise Bad(CONVENTION_MISMATCH, f"{where}: point_2d {point} is outside the declared {conv} range "
                                            f"[0, {limit[0]}]x[0, {limit[1]}]")
-    elif point not in (None, [], "None"):
+    else:
         raise Bad(BAD_VALUE, f"{where}: point_2d {point!r} is not an [x, y] pair")
     try:
         action = answer_to_action(answer, frame)
-    except ValueError as exc:
+    except (ValueError, ValidationError) as exc:
         reason = UNKNOWN_ACTION if "unknown GUI-Libra action_type" in str(exc) else BAD_VALUE
         raise Bad(reason, f"{where}: {str(exc).splitlines()[0]}") from None
     return action, str(answer.get("action_description") or ""), reasoning
 
 
-def _aguvis_action(sample: dict[str, Any], gpt: list[dict[str, Any]], w: int, h: int, default: str, where: str):
+def _aguvis_action(sample: dict[str, Any], gpt: list[dict[str, Any]], w: int, h: int, default: str,
+                   platform: str, where: str):
     code_turns = [t for t in gpt if t.get("recipient") == "os"] or gpt[-1:]
     code = code_turns[-1]["text"]
     prose = "\n".join(t["text"] for t in gpt if t is not code_turns[-1])
     conv = str(sample.get("coord_convention") or default)
-    action = code_to_action(code, w, h, Coords(conv), where)
+    action = code_to_action(code, w, h, Coords(conv), where, platform or "desktop")
     m = THOUGHT_LINE.search(prose)
     a = ACTION_LINE.search(prose)
-    return action, a.group(1).strip() if a else "", m.group(1).strip() if m else None
+    return action, a.group(1).strip() if a else "", m.group(1).strip() if m else None, "mobile." in code
+
+
+@dataclass
+class ParsedStep:
+    """One sample, parsed: where it goes (episode key, index) and the step's content."""
+
+    sample_id: str
+    location: str
+    task: str
+    index: int
+    image: StoredImage
+    action: Action
+    instruction: str
+    reasoning: str | None
+    platform: str  # "" when the sample does not say
+    app_id: str
+    mobile_code: bool = False
+
+    def twin_of(self, other: ParsedStep) -> bool:
+        """The same step written twice (GUI-Libra's reasoning and direct-action variants)."""
+        return (self.image.sha256 == other.image.sha256
+                and self.action.model_dump(exclude={"target_element_id"}) ==
+                other.action.model_dump(exclude={"target_element_id"}))
+
+
+@dataclass
+class Episode:
+    key: str
+    location: str
+    steps: dict[int, ParsedStep] = field(default_factory=dict)
+    rows: list[Any] = field(default_factory=list)
+    error: Bad | None = None
 
 
 class ConversationImporter(Importer):
@@ -121,21 +191,21 @@ class ConversationImporter(Importer):
         self.description = description
 
     def records(self, path: Path, ctx: ImportContext) -> Iterator[SourceRecord]:
-        def key_of(d: dict[str, Any]) -> str | None:
-            m = STEP_ID.match(str(d.get("id") or ""))
-            return m.group("traj") if m else (d.get("id") or None)
+        return self.records_all([path], ctx)
 
-        return grouped_records(path, key_of, keyless_alone=True)
-
-    def _step(self, sample: dict[str, Any], ctx: ImportContext, key: str, index: int, where: str):
+    def _parse(self, sample: dict[str, Any], ctx: ImportContext, location: str) -> ParsedStep:
+        sid = str(sample.get("id") or location)
+        where = f"sample {sid} ({location})"
         turns = _turns(sample, where)
         human = next((t["text"] for t in turns if t["role"] == "human"), None)
         gpt = [t for t in turns if t["role"] == "gpt"]
         if human is None or not gpt:
             raise Bad(MISSING_FIELD, f"{where}: needs a human turn and a gpt turn")
-        img = store_image(require(sample, "image", where), ctx, f"{where} image",
+        img = store_image(_current_image(require(sample, "image", where)), ctx, f"{where} image",
                           (sample.get("image_width"), sample.get("image_height")))
         default = str(ctx.options.get("coords") or self.default_coords)
+        platform = str(sample.get("platform") or ctx.options.get("platform") or "")
+        mobile_code = False
         if any("<answer>" in t["text"] for t in gpt):
             answer_turn = next(t for t in reversed(gpt) if "<answer>" in t["text"])
             action, instruction, reasoning = _guilibra_action(sample, answer_turn["text"], img.width, img.height,
@@ -143,33 +213,81 @@ class ConversationImporter(Importer):
         elif self.name == "guilibra":
             raise Bad(BAD_VALUE, f"{where}: the gpt turn has no <answer>…</answer> block")
         else:
-            action, instruction, reasoning = _aguvis_action(sample, gpt, img.width, img.height, default, where)
-        platform = str(sample.get("platform") or ctx.options.get("platform") or _platform_guess(action))
-        app_id = str(sample.get("app_id") or f"{platform}:unknown")
-        obs = building.observation(ctx, img, f"{key}/{index}", platform, app_id)
-        return task_of(human), building.step(index, obs, action, instruction, reasoning), platform, app_id
+            action, instruction, reasoning, mobile_code = _aguvis_action(sample, gpt, img.width, img.height,
+                                                                         default, platform, where)
+        m = STEP_ID.match(str(sample.get("id") or ""))
+        index = int(m.group("step")) if m else history_length(human)
+        return ParsedStep(sid, location, task_of(human), index, img, action, instruction, reasoning, platform,
+                          str(sample.get("app_id") or ""), mobile_code)
+
+    def records_all(self, paths: list[Path], ctx: ImportContext) -> Iterator[SourceRecord]:
+        """Read every sample of every file, then yield one record per episode (see the module docstring)."""
+        groups: dict[str, list[Episode]] = {}
+        order: list[Episode] = []
+        for path in paths:
+            for row in iter_rows(path):
+                if row.error is not None:
+                    yield SourceRecord(row.location, row.location, row.data, row.error)
+                    continue
+                sample = row.data
+                sid = str(sample.get("id") or row.location) if isinstance(sample, dict) else row.location
+                try:
+                    if not isinstance(sample, dict):
+                        raise Bad(BAD_VALUE, f"{row.location}: a sample is not an object")
+                    step = self._parse(sample, ctx, row.location)
+                except Bad as bad:
+                    yield SourceRecord(sid, row.location, sample, bad)
+                    continue
+                except ValidationError as exc:
+                    err = Bad(BAD_VALUE, f"sample {sid} ({row.location}): {str(exc).splitlines()[0]}")
+                    yield SourceRecord(sid, row.location, sample, err)
+                    continue
+                m = STEP_ID.match(str(sample.get("id") or ""))
+                group = f"id:{m.group('traj')}" if m else f"content:{step.task}\x00{_folder(sample.get('image'))}"
+                self._place(groups, order, group, m.group("traj") if m else sid, step, sample)
+        for ep in order:
+            yield SourceRecord(ep.key, ep.location, ep, ep.error, payload=ep.rows)
+
+    @staticmethod
+    def _place(groups: dict[str, list[Episode]], order: list[Episode], group: str, key: str, step: ParsedStep,
+               sample: dict[str, Any]) -> None:
+        """Put a step into the latest episode of its group that has a free slot (or its twin), else a new one."""
+        for ep in reversed(groups.get(group, [])):
+            have = ep.steps.get(step.index)
+            if have is None or have.twin_of(step):
+                if have is None or (step.reasoning and not have.reasoning):
+                    ep.steps[step.index] = step
+                ep.rows.append(sample)
+                return
+            break
+        ep = Episode(key, step.location, {step.index: step}, [sample])
+        groups.setdefault(group, []).append(ep)
+        order.append(ep)
 
     def convert(self, rec: SourceRecord, ctx: ImportContext) -> Trajectory:
-        samples = rec.data if isinstance(rec.data, list) else [rec.data]
-        by_index: dict[int, tuple[str, Step, str, str]] = {}
-        sample_ids = []
-        for n, sample in enumerate(samples):
-            m = STEP_ID.match(str(sample.get("id") or "")) if isinstance(sample, dict) else None
-            index = int(m.group("step")) if m else n
-            where = f"sample {sample.get('id', rec.key) if isinstance(sample, dict) else rec.key} ({rec.location})"
-            got = self._step(sample, ctx, rec.key, index, where)
-            if index not in by_index or (got[1].reasoning and not by_index[index][1].reasoning):
-                by_index[index] = got
-            sample_ids.append(str(sample.get("id") or ""))
-        indices = sorted(by_index)
+        ep: Episode = rec.data
+        indices = sorted(ep.steps)
         if indices != list(range(len(indices))):
-            raise Bad(EPISODE_INCOMPLETE, f"trajectory {rec.key} ({rec.location}): steps {indices} are not "
-                                          f"0..{len(indices) - 1}")
-        task, _, platform, app_id = by_index[0]
-        steps = [by_index[i][1] for i in indices]
-        return building.trajectory(ctx, rec.key, task, steps, app_id, platform, sample_ids)
+            missing = sorted(set(range(max(indices) + 1)) - set(indices))
+            raise Bad(EPISODE_INCOMPLETE, f"trajectory {ep.key} ({ep.location}): has steps {indices}; step(s) "
+                                          f"{missing} are missing (filtered out upstream?)")
+        steps = [ep.steps[i] for i in indices]
+        platform = next((s.platform for s in steps if s.platform), "") or _guess_platform(steps)
+        app_id = next((s.app_id for s in steps if s.app_id), "") or f"{platform}:unknown"
+        built = []
+        for s in steps:
+            obs = building.observation(ctx, s.image, f"{ep.key}/{s.index}", platform, app_id)
+            built.append(building.step(s.index, obs, s.action, s.instruction, s.reasoning))
+        ids = list(dict.fromkeys(s.sample_id for s in steps))
+        return building.trajectory(ctx, ep.key, steps[0].task, built, app_id, platform, ids)
 
 
-def _platform_guess(action: Action) -> str:
-    """Mobile-only actions mean a phone; otherwise the sample does not say."""
-    return "android" if action.type in ("navigate_home", "long_press", "open_app") else "web"
+def _guess_platform(steps: list[ParsedStep]) -> str:
+    """Mobile-only actions or calls, or portrait screens, mean a phone; desktop mouse variants a desktop."""
+    if any(s.action.type in MOBILE_ONLY or s.mobile_code for s in steps):
+        return "android"
+    if any(s.action.full_type in DESKTOP_ONLY for s in steps):
+        return "desktop"
+    if all(s.image.height > s.image.width for s in steps):
+        return "android"
+    return "web"

@@ -8,7 +8,9 @@ Keys (the first spelling is what ``trajforge export jsonl`` writes; common alter
 ``platform`` and ``coord_convention`` (``pixels`` | ``unit`` | ``norm1000``). Rows without
 ``coord_convention`` use the convention declared on the command line — never a guess. Desktop clicks carry
 ``button`` (``right`` | ``middle``) and ``clicks`` (2 | 3), or say it in the type (``right_click``,
-``double_click``, ``DoubleClick``…); ``hover`` (``mouse_move``) moves the pointer to ``point``.
+``double_click``, ``DoubleClick``…); ``hover`` (``mouse_move``) moves the pointer to ``point``; ``drag`` goes
+from ``point`` to ``point2``. ``train_target: false`` marks a recovery's deliberate mistake and
+``negative: true`` a noise-injected copy, as ``trajforge export jsonl`` writes them.
 """
 
 from __future__ import annotations
@@ -128,7 +130,13 @@ class JsonlStepsImporter(Importer):
             img = store_image(image, ctx, f"{sw} image", (row.get("image_width"), row.get("image_height")))
             action = parse_action(row, img.width, img.height, coords, sw)
             obs = building.observation(ctx, img, f"{rec.key}/{i}", platform, app_id)
-            steps.append(building.step(i, obs, action, str(first_of(row, STEP_INSTRUCTION) or ""),
-                                       first_of(row, ("reasoning", "thought"))))
+            step = building.step(i, obs, action, str(first_of(row, STEP_INSTRUCTION) or ""),
+                                 first_of(row, ("reasoning", "thought")))
+            if row.get("train_target") is False:  # a recovery's deliberate mistake: context, not a target
+                step.train_target = False
+            steps.append(step)
             source_ids += [str(s) for s in row.get("source_ids") or []]
-        return building.trajectory(ctx, rec.key, goal, steps, app_id, platform, list(dict.fromkeys(source_ids)))
+        traj = building.trajectory(ctx, rec.key, goal, steps, app_id, platform, list(dict.fromkeys(source_ids)))
+        if any(r.get("negative") is True for r in rows):
+            traj.lineage.negative = True
+        return traj

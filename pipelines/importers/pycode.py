@@ -229,7 +229,7 @@ def code_to_action(code: str, width: int, height: int, coords: Coords, where: st
         scroll = _single(calls[1], w, h, coords, where, platform)
         if not point or scroll.point is not None:
             raise Bad(UNPARSEABLE_CODE, f"{where}: moveTo + {calls[1].name} needs exactly one point")
-        return Action(type="scroll", direction=scroll.direction, **point, image_width=w, image_height=h)
+        return Action(type="scroll", direction=scroll.direction, **point)
     submit = len(calls) >= 2 and _is_enter(calls[-1])
     body = calls[:-1] if submit else calls
     body_names = [c.name for c in body]

@@ -142,7 +142,7 @@ def run_import(
     def reject(rec: SourceRecord, reason: str, detail: str) -> None:
         summary.rejected[reason] += 1
         rejects.add(Reject(record_id=str(rec.key), stage=stage, reason=reason, detail=detail,
-                           payload=payload_of(rec.data)))
+                           payload=payload_of(rec.data if rec.payload is None else rec.payload)))
         if on_record:
             on_record(rec.location, False)
 
