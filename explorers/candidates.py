@@ -7,6 +7,7 @@ so the policy tries a couple of rows, not every one (the rows lead to the same k
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from explorers.abstraction import REPEAT_MIN, element_key, row_template
@@ -44,7 +45,34 @@ def _pointed(t: ActionType, w: Widget, screen: Screen, **extra: object) -> Actio
                   target_element_id=w.element.id, target_bbox=b, **extra)
 
 
-def candidates(screen: Screen, filler: FormFiller | None = None, with_back: bool = True) -> list[Candidate]:
+Add = Callable[..., None]
+
+
+def _widget_actions(w: Widget, screen: Screen, filler: FormFiller, add: Add) -> None:
+    """The actions one widget offers (typing, choosing an option, clicking, long-pressing, scrolling)."""
+    e = w.element
+    if not (e.visible and e.enabled):
+        return
+    if e.editable:
+        value = filler.value_for(w)
+        add(ActionType.TYPE, w, _pointed(ActionType.TYPE, w, screen, text=value), value)
+    elif w.options:
+        value = filler.value_for(w)
+        if value:
+            add(ActionType.SELECT, w, _pointed(ActionType.SELECT, w, screen, text=value), value)
+    elif (e.clickable or e.checkable) and not (e.role == "radio" and e.checked):
+        # A checked radio button does nothing when clicked again (a checked checkbox unchecks, so it stays).
+        add(ActionType.CLICK, w, _pointed(ActionType.CLICK, w, screen))
+    if e.long_clickable:
+        add(ActionType.LONG_PRESS, w, _pointed(ActionType.LONG_PRESS, w, screen, duration_ms=800))
+    if e.scrollable and screen.platform != Platform.WEB:
+        add(ActionType.SCROLL, w, _pointed(ActionType.SCROLL, w, screen, direction="down"), "down")
+
+
+def candidates(screen: Screen, filler: FormFiller | None = None, with_back: bool = True,
+               errors: list[tuple[Widget, Exception]] | None = None) -> list[Candidate]:
+    """The screen's actions. A widget that cannot be turned into one (a value the filler cannot make, an element
+    the page reported oddly) is left out and, with ``errors`` given, reported there; the rest of the screen stays."""
     filler = filler or FormFiller()
     templates: dict[str, int] = {}
     for w in screen.widgets:
@@ -64,23 +92,12 @@ def candidates(screen: Screen, filler: FormFiller | None = None, with_back: bool
         out.append(Candidate(key, group or key, action, w, ident))
 
     for w in screen.widgets:
-        e = w.element
-        if not (e.visible and e.enabled):
-            continue
-        if e.editable:
-            value = filler.value_for(w)
-            add(ActionType.TYPE, w, _pointed(ActionType.TYPE, w, screen, text=value), value)
-        elif w.options:
-            value = filler.value_for(w)
-            if value:
-                add(ActionType.SELECT, w, _pointed(ActionType.SELECT, w, screen, text=value), value)
-        elif (e.clickable or e.checkable) and not (e.role == "radio" and e.checked):
-            # A checked radio button does nothing when clicked again (a checked checkbox unchecks, so it stays).
-            add(ActionType.CLICK, w, _pointed(ActionType.CLICK, w, screen))
-        if e.long_clickable:
-            add(ActionType.LONG_PRESS, w, _pointed(ActionType.LONG_PRESS, w, screen, duration_ms=800))
-        if e.scrollable and screen.platform != Platform.WEB:
-            add(ActionType.SCROLL, w, _pointed(ActionType.SCROLL, w, screen, direction="down"), "down")
+        try:
+            _widget_actions(w, screen, filler, add)
+        except Exception as exc:
+            if errors is None:
+                raise
+            errors.append((w, exc))
     if screen.platform == Platform.WEB and screen.scroll_height > 0:
         css_h = screen.height / max(screen.pixel_ratio, 1e-6)
         if screen.scroll_y + css_h < screen.scroll_height - 4:

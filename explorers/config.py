@@ -107,6 +107,9 @@ class BudgetConfig(_Strict):
     max_seconds: float = Field(default=900.0, gt=0)  # per job and run
     max_restarts: int = Field(default=30, ge=0)
     max_session_restarts: int = Field(default=3, ge=0)  # new WebDriver sessions after the browser/device died
+    # Actions whose execution or whose resulting screen raised (a page the extractor cannot read): each is logged
+    # with URL, state and traceback, skipped from then on, and the crawl restarts; past this many the job stops.
+    max_errors: int = Field(default=20, ge=0)
 
 
 class SettleSection(_Strict):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -27,8 +28,8 @@ from explorers.graph import Graph
 from explorers.policy import Policy, make_policy
 from explorers.profiles import Profile
 from explorers.safety import DEFAULT_DENY_IDS, DEFAULT_DENY_LABELS, DEFAULT_DENY_URLS, AuditLog, SafetyGuard
-from explorers.screen import Screen
-from explorers.scripts import ScriptError, is_present, run_step
+from explorers.screen import Screen, Widget
+from explorers.scripts import LoginError, ScriptError, presence, run_step, wait_until_shown
 from explorers.sessions import EndpointSpec, open_device
 from explorers.settle import SettleConfig
 from explorers.store import GraphStore
@@ -36,6 +37,7 @@ from schemas import Action, ActionType, Observation, Transition
 from schemas.base import stable_id
 
 INPUT_TYPES = {ActionType.TYPE, ActionType.SELECT}
+LOGIN_MARKER_WAIT_S = 3.0  # how long a hidden login marker may take to be shown (a form fading in)
 
 
 @dataclass
@@ -49,6 +51,7 @@ class CrawlStats:
     states: int = 0
     stopped: str = ""
     seconds: float = 0.0
+    errors: int = 0  # actions skipped because performing them or reading their screen raised
 
 
 def guard_for(app: AppConfig) -> SafetyGuard:
@@ -86,6 +89,9 @@ class Crawler:
         self._last_device: Device | None = None
         self.stats = CrawlStats(app.id, self.worker)
         self._blocked_seen: set[tuple[str, str]] = set()
+        self._acting: Candidate | None = None  # the action being performed (blamed if its screen cannot be read)
+        self._where: tuple[str, str] = ("", "")  # (URL, state) of the screen the crawl is on, for error reports
+        self._failed_at = ""  # where() as it was when an exception ended the run (the browser is gone after)
         self._replay()
 
     def _device_factory(self) -> Device:
@@ -111,6 +117,10 @@ class Crawler:
             if t:
                 self.graph.record(t["from_state"], rec["action_key"], t["to_state"], rec.get("memory_effective", True))
                 self.stats.steps += 1
+            failed = rec.get("failed")
+            if failed:
+                self.graph.fail(failed["state"], failed["key"])
+                self.stats.errors += 1
             if rec.get("restart"):
                 self.stats.restarts += 1
         self.stats.restarts = max(0, self.stats.restarts - 1)  # the first start of a run is not a restart
@@ -145,17 +155,31 @@ class Crawler:
             structural_hash=f.structural_hash,
         )
         allowed: list[Candidate] = []
-        for c in candidates(screen, self.filler):
-            why = self.guard.blocked(c.widget, c.action.text if c.type in INPUT_TYPES else None)
+        widget_errors: list[tuple[Widget, Exception]] = []
+        for c in candidates(screen, self.filler, errors=widget_errors):
+            try:
+                why = self.guard.blocked(c.widget, c.action.text if c.type in INPUT_TYPES else None)
+            except Exception as exc:  # one odd element is one action lost, never the screen or the job
+                if c.widget is not None:
+                    widget_errors.append((c.widget, exc))
+                continue
             if why is None:
                 allowed.append(c)
             elif (sid, c.key) not in self._blocked_seen:
                 self._blocked_seen.add((sid, c.key))
                 self.audit.write(worker=self.worker, state=sid, decision="blocked", action=c.describe(), reason=why)
+        problems = [f"element {w.label[:40]!r} ({w.element.path[-60:]}): {type(e).__name__}: {e}"
+                    for w, e in widget_errors] + [f"page script: {e}" for e in screen.extract_errors]
+        if problems and (sid, "#errors") not in self._blocked_seen:
+            self._blocked_seen.add((sid, "#errors"))
+            self.audit.write(worker=self.worker, state=sid, decision="skipped-elements", url=screen.location,
+                             reason=f"{len(problems)} element(s) could not be read and were left out",
+                             errors=problems[:10])
         offers = [[c.key, c.group, c.target_key, c.action.model_dump(mode="json", exclude_none=True)]
                   for c in allowed]
         obs_json = obs.model_dump(mode="json")
         self._remember(sid, obs_json, screen.title, offers)
+        self._where = (screen.location, sid)
         if scripted:
             self.graph.abandoned.add(sid)
         return {
@@ -191,17 +215,50 @@ class Crawler:
                   "profile": self.profile.key}
         parts = []
         login = self.app.login
-        if login and is_present(device, login.when_present.format_map(values)):
-            parts.append(self._observe(device.capture(), scripted=True))
-            for step in login.steps:
-                self.audit.write(worker=self.worker, decision="script", reason="login",
-                                 action=run_step(device, step.filled(values), self.app.entry))
+        if login:
+            marker = login.when_present.format_map(values)
+            shown = wait_until_shown(device, marker, LOGIN_MARKER_WAIT_S)
+            if shown == "hidden":
+                raise LoginError(
+                    f"login: the when_present element {marker!r} is in the page at {self._url(device)} but hidden, "
+                    "so it is unclear whether the app is logged out; the crawl would run anonymously. Use a "
+                    "selector that matches only when the login form is shown (for example the visible "
+                    "username field).")
+            if shown == "visible":
+                parts.append(self._observe(device.capture(), scripted=True))
+                for step in login.steps:
+                    self.audit.write(worker=self.worker, decision="script", reason="login",
+                                     action=run_step(device, step.filled(values), self.app.entry))
+                if presence(device, marker) == "visible":
+                    raise LoginError(
+                        f"login: after the login steps the when_present element {marker!r} is still shown at "
+                        f"{self._url(device)}; the login did not take (wrong credentials, or a step that missed), "
+                        "and the crawl would run anonymously.")
         for step in self.app.setup:
             self.audit.write(worker=self.worker, decision="script", reason="setup",
                              action=run_step(device, step.filled(values), self.app.entry))
         landing = self._observe(device.capture(), index=len(parts))
         self._commit([*parts, landing], restart=True, reason=reason)
         return landing
+
+    @staticmethod
+    def _url(device: Device) -> str:
+        try:
+            return str(device.driver.current_url)
+        except Exception:
+            return "(unknown URL)"
+
+    def where(self, device: Device | None = None) -> str:
+        """Where the crawl was, for an error report: the browser's URL (else the last screen's), the last state
+        read, the step and the action being performed."""
+        if self._failed_at:
+            return self._failed_at
+        url, sid = self._where
+        live = self._url(device) if device is not None else ""
+        acting = f", performing {self._acting.describe()}" if self._acting is not None else ""
+        shown = live if live and not live.startswith("(") else url or "(no screen yet)"
+        last = f", last screen read {url}" if url and shown != url else ""
+        return f"at {shown} (state {sid or '-'}{last}, step {self.stats.steps}{acting})"
 
     def _emit(self, status: str) -> None:
         self.stats.states = len(self.graph.states)
@@ -233,6 +290,8 @@ class Crawler:
                 except _Stop as stop:
                     self.stats.stopped = str(stop)
                     break
+                except LoginError:
+                    raise
                 except (SessionLost, ScriptError) as exc:
                     self.stats.session_restarts += 1
                     self.audit.write(worker=self.worker, decision="new-session", reason=f"session lost: {exc}")
@@ -243,7 +302,16 @@ class Crawler:
                     device.quit()
                     device = self._device_factory()
                     cur = self._restart(device, "new session after the previous one died")
+                except Exception as exc:  # a page the crawl cannot handle: skip the action that led there
+                    try:
+                        cur = self._skip_failed(device, cur, exc)
+                    except _Stop as stop:
+                        self.stats.stopped = str(stop)
+                        break
                 self._emit("crawling")
+        except BaseException:
+            self._failed_at = self.where(device)
+            raise
         finally:
             if device is not None:
                 device.quit()
@@ -251,6 +319,33 @@ class Crawler:
             self.stats.seconds = time.monotonic() - t0
             self._emit(self.stats.stopped or "stopped")
         return self.stats
+
+    def _skip_failed(self, device: Device, cur: dict[str, Any], exc: Exception) -> dict[str, Any]:
+        """Log an action whose execution or resulting screen raised (URL, state, traceback), never try it again,
+        and restart; past ``budget.max_errors`` such failures the job stops with the last one as its reason."""
+        c, self._acting = self._acting, None
+        self.stats.errors += 1
+        reason = f"{type(exc).__name__}: {exc}".splitlines()[0][:300] if str(exc) else type(exc).__name__
+        url = cur["obs"].location
+        self.audit.write(worker=self.worker, step=self.stats.steps, state=cur["sid"], decision="error", url=url,
+                         action=c.describe() if c else "", key=c.key if c else "", reason=reason,
+                         landed_url=self._url(device), traceback=traceback.format_exc(limit=12))
+        if c is not None:
+            self.graph.fail(cur["sid"], c.key)
+            self._commit([], failed={"state": cur["sid"], "key": c.key, "url": url, "error": reason})
+        self._emit(f"error skipped: {reason[:60]}")
+        if self.stats.errors > self.config.budget.max_errors:
+            raise _Stop(f"{self.stats.errors} errors (budget.max_errors {self.config.budget.max_errors}); "
+                        f"last {self.where()}: {reason}")
+        self.stats.restarts += 1
+        self._policy_restarted()
+        return self._restart(device, f"after an error: {reason[:120]}", cur["sid"])
+
+    def _policy_restarted(self) -> None:
+        """Tell the policy about a restart it did not decide (it would otherwise credit its last action)."""
+        notify = getattr(self.policy, "restarted", None)
+        if notify is not None:
+            notify()
 
     def _step(self, device: Device, cur: dict[str, Any]) -> dict[str, Any]:
         """One decision and its consequence; returns the new current observation."""
@@ -278,6 +373,7 @@ class Crawler:
     def _act(self, device: Device, cur: dict[str, Any], c: Candidate, reason: str) -> dict[str, Any]:
         self.audit.write(worker=self.worker, step=self.stats.steps, state=cur["sid"], decision="act",
                          action=c.describe(), key=c.key, reason=reason)
+        self._acting = c
         started = time.monotonic()
         error = None
         try:
@@ -307,6 +403,7 @@ class Crawler:
                      memory_effective=memory_effective, reason=reason)
         self.stats.steps += 1
         self.stats.new_steps += 1
+        self._acting = None
         return nxt
 
     def _recover(self, device: Device, cur: dict[str, Any]) -> dict[str, Any]:
@@ -317,6 +414,7 @@ class Crawler:
         if self._in_app_obs(nxt["obs"]):
             return nxt
         self.stats.restarts += 1
+        self._policy_restarted()
         return self._restart(device, "still outside the app after going back", nxt["sid"])
 
 

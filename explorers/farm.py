@@ -19,6 +19,7 @@ import multiprocessing as mp
 import os
 import shutil
 import time
+import traceback
 import urllib.request
 from collections import deque
 from collections.abc import Callable
@@ -73,11 +74,21 @@ def _worker(config_json: str, device_index: int, conn: Connection) -> None:
         def progress(d: dict[str, Any]) -> None:
             conn.send(("progress", d))
 
+        crawler = None
         try:
-            stats = Crawler(config, config.apps[job.app_index], job.profile, endpoint, progress).run()
+            crawler = Crawler(config, config.apps[job.app_index], job.profile, endpoint, progress)
+            stats = crawler.run()
             conn.send(("done", {**asdict(stats), "device": dev.name}))
         except Exception as exc:  # the job failed for a reason a new session would not fix; report, go on
-            conn.send(("failed", f"{type(exc).__name__}: {exc}"))
+            where = crawler.where() if crawler is not None else "before the crawl started"
+            conn.send(("failed", failure_report(exc, where)))
+
+
+def failure_report(exc: BaseException, where: str) -> str:
+    """What a failed job reports: the error, where the crawl was (URL, state, step), and the traceback."""
+    head = f"{type(exc).__name__}: {exc}".strip()
+    tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__, limit=15))
+    return f"{head}\n  {where}\n{tb.rstrip()}"
 
 
 @dataclass
@@ -206,8 +217,10 @@ def run_farm(config: CrawlConfig, console: Console | None = None, show_progress:
                 failures.append((pending.popleft().name(config), f"every worker died (last exit {code})"))
                 finished += 1
 
-    progress = Progress(TextColumn("{task.fields[device]:<14}"), TextColumn("{task.description:<40}"), BarColumn(),
-                        MofNCompleteColumn(), TextColumn("{task.fields[info]}"), TimeElapsedColumn(),
+    # Plain text columns: a status may quote a selector or an error message, whose "[...]" Rich would eat as markup.
+    progress = Progress(TextColumn("{task.fields[device]:<14}", markup=False),
+                        TextColumn("{task.description:<40}", markup=False), BarColumn(),
+                        MofNCompleteColumn(), TextColumn("{task.fields[info]}", markup=False), TimeElapsedColumn(),
                         console=console, disable=not show_progress)
     bars = {i: progress.add_task("waiting", total=config.budget.max_steps, device=config.devices[i].name, info="")
             for i in range(n)}

@@ -44,6 +44,7 @@ class Graph:
     ineffective: Counter[str] = field(default_factory=Counter)
     target_tries: Counter[str] = field(default_factory=Counter)  # element identity -> tries in any state
     abandoned: set[str] = field(default_factory=set)
+    failed: set[tuple[str, str]] = field(default_factory=set)  # (state, key) whose execution raised: never again
     transitions: int = 0
 
     def state(self, sid: str) -> StateInfo:
@@ -71,6 +72,10 @@ class Graph:
         if not effective and target:
             self.ineffective[target] += 1
 
+    def fail(self, sid: str, key: str) -> None:
+        """An action that raised while it was performed or its result was read: skipped from now on."""
+        self.failed.add((self.canonical(sid), key))
+
     def merge(self, absorbed: str, survivor: str) -> None:
         """Fold an absorbed state into its survivor (called after the state table aliased it)."""
         if absorbed == survivor or absorbed not in self.states:
@@ -86,6 +91,7 @@ class Graph:
             s.actions.setdefault(k, act)
         self.tried.setdefault(survivor, set()).update(self.tried.pop(absorbed, set()))
         self.group_tries.setdefault(survivor, Counter()).update(self.group_tries.pop(absorbed, Counter()))
+        self.failed |= {(survivor, k) for s_, k in self.failed if s_ == absorbed}
         for (src, key), tos in list(self.edges.items()):
             if src == absorbed or absorbed in tos:
                 del self.edges[(src, key)]
@@ -96,7 +102,7 @@ class Graph:
     def is_fresh(self, sid: str, key: str) -> bool:
         sid = self.canonical(sid)
         info = self.states.get(sid)
-        if info is None or key not in info.offered or key in self.tried.get(sid, ()):
+        if info is None or key not in info.offered or key in self.tried.get(sid, ()) or (sid, key) in self.failed:
             return False
         group = info.offered[key]
         if group != key and self.group_tries.get(sid, Counter())[group] >= self.group_limit:

@@ -123,6 +123,17 @@ class GreedyPolicy:
     _label_effect: dict[str, tuple[int, int]] = field(default_factory=dict)  # label -> (actions, screen changed)
 
     # --- learning ----------------------------------------------------------------------------------
+    def restarted(self) -> None:
+        """The crawler restarted on its own (after an error or leaving the app): the next state is a landing,
+        and nothing in flight (a walk, the class of the last action) carries over to it."""
+        self._walking = 0
+        self._failed_hops.clear()
+        self._restarting = True
+        self._expected = None
+        self._last_hop = None
+        self._last_class = self._last_target = None
+        self._radio_chosen = False
+
     def _observe(self, graph: Graph, state: str) -> None:
         new = state not in self._visited
         self._visited.add(state)

@@ -24,9 +24,18 @@ class Widget:
     autocomplete: str = ""
     required: bool = False
     value: str = ""
-    options: list[str] = field(default_factory=list)
+    options: list[str] = field(default_factory=list)  # <select> option values, in page order (disabled excluded)
+    option_labels: list[str] = field(default_factory=list)  # their visible texts, same order
     in_dialog: bool = False
     package: str = ""
+    # The field's own constraints, which a valid value must meet (HTML: pattern, min/max/step, length limits).
+    pattern: str = ""
+    min: str = ""
+    max: str = ""
+    step: str = ""
+    min_length: int = -1
+    max_length: int = -1
+    placeholder: str = ""
 
     @property
     def label(self) -> str:
@@ -49,6 +58,7 @@ class Screen:
     raw_tree: bytes | None = None
     scroll_y: float = 0.0
     scroll_height: float = 0.0
+    extract_errors: list[str] = field(default_factory=list)  # elements the page script could not read (skipped)
 
     @property
     def elements(self) -> list[Element]:

@@ -16,16 +16,19 @@ from schemas import Platform
 
 _FIND_WEB = """
 const sel = arguments[0];
+const qsa = Document.prototype.querySelectorAll, qs = Document.prototype.querySelector;
+const text = Object.getOwnPropertyDescriptor(HTMLElement.prototype, 'innerText').get;
 let el = null;
 if (sel.startsWith('text=')) {
   const want = sel.slice(5).trim();
-  for (const e of document.querySelectorAll('a,button,input,label,[role=button],[role=link],span,div,li')) {
-    if ((e.innerText || e.value || '').trim() === want) { el = e; break; }
+  for (const e of qsa.call(document, 'a,button,input,label,[role=button],[role=link],span,div,li')) {
+    if ((text.call(e) || (e instanceof HTMLInputElement ? e.value : '') || '').trim() === want) { el = e; break; }
   }
-} else { el = document.querySelector(sel); }
+} else { el = qs.call(document, sel); }
 if (!el) return null;
-const r = el.getBoundingClientRect();
-if (r.width < 1 || r.height < 1) return null;
+const r = Element.prototype.getBoundingClientRect.call(el);
+const st = getComputedStyle(el);
+if (r.width < 1 || r.height < 1 || st.visibility === 'hidden' || parseFloat(st.opacity) === 0) return 'hidden';
 return [r.left + r.width / 2, r.top + r.height / 2, window.devicePixelRatio || 1];
 """
 
@@ -34,11 +37,19 @@ class ScriptError(RuntimeError):
     """A step could not be carried out (its element never appeared)."""
 
 
-def locate(device: Device, selector: str) -> tuple[float, float] | None:
-    """Centre of the element in screenshot pixels, or None when it is not on screen."""
+class LoginError(RuntimeError):
+    """The login script cannot be trusted on this app: its marker is hidden, or it is still shown after logging
+    in. A crawl that went on would explore the app anonymously and look successful, so the job fails instead."""
+
+
+def find(device: Device, selector: str) -> tuple[float, float] | str | None:
+    """Centre of the element in screenshot pixels; ``"hidden"`` when it is in the page but not shown; None when
+    no element matches."""
     driver: Any = device.driver
     if device.platform == Platform.WEB:
         found = device._guard(driver.execute_script, _FIND_WEB, selector)
+        if found == "hidden":
+            return "hidden"
         if not found:
             return None
         x, y, dpr = found
@@ -51,17 +62,42 @@ def locate(device: Device, selector: str) -> tuple[float, float] | None:
     if not els:
         return None
     r = els[0].rect
+    if r["width"] < 1 or r["height"] < 1:
+        return "hidden"
     return r["x"] + r["width"] / 2, r["y"] + r["height"] / 2
+
+
+def locate(device: Device, selector: str) -> tuple[float, float] | None:
+    """Centre of the element in screenshot pixels, or None when it is not on screen."""
+    found = find(device, selector)
+    return found if isinstance(found, tuple) else None
+
+
+def presence(device: Device, selector: str) -> str:
+    """``visible``, ``hidden`` (in the page, not shown) or ``absent``."""
+    found = find(device, selector)
+    return "visible" if isinstance(found, tuple) else "hidden" if found == "hidden" else "absent"
 
 
 def wait_for(device: Device, selector: str, timeout_s: float) -> tuple[float, float]:
     deadline = time.monotonic() + timeout_s
     while True:
-        pos = locate(device, selector)
-        if pos is not None:
+        pos = find(device, selector)
+        if isinstance(pos, tuple):
             return pos
         if time.monotonic() > deadline:
-            raise ScriptError(f"element {selector!r} did not appear within {timeout_s:g}s")
+            how = "is in the page but hidden" if pos == "hidden" else "did not appear"
+            raise ScriptError(f"element {selector!r} {how} within {timeout_s:g}s")
+        time.sleep(0.1)
+
+
+def wait_until_shown(device: Device, selector: str, timeout_s: float) -> str:
+    """``presence`` after waiting up to ``timeout_s`` for a hidden element to be shown (a login form fading in)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        state = presence(device, selector)
+        if state != "hidden" or time.monotonic() > deadline:
+            return state
         time.sleep(0.1)
 
 

@@ -72,15 +72,16 @@ class WebAdapter:
         self._dpr = width / max(1.0, float(result.get("w") or width))
         return Screen(
             platform=Platform.WEB,
-            location=result.get("url", ""),
+            location=str(result.get("url") or ""),
             width=width,
             height=height,
             pixel_ratio=round(self._dpr, 3),
             widgets=parse_web_elements(result, width, height),
             screenshot=png,
-            title=result.get("title", ""),
+            title=result.get("title") if isinstance(result.get("title"), str) else "",
             scroll_y=float(result.get("scrollY") or 0),
             scroll_height=float(result.get("scrollH") or 0),
+            extract_errors=[str(e) for e in result.get("errors") or []],
         )
 
     def probe(self, driver: Any) -> tuple[Any, ...]:

@@ -14,6 +14,38 @@ from __future__ import annotations
 # Installed once per document (by whichever script runs first): a MutationObserver that counts mutations and
 # remembers when the last one happened, and wrappers around fetch/XMLHttpRequest that track requests in flight.
 _INSTALL = r"""
+// Safe DOM access. A form exposes its controls as properties that override the built-in ones
+// ([LegacyOverrideBuiltIns]): with <input name="action"> ``form.action`` is that input, with
+// <button name="submit"> ``form.submit`` is the button, and ``form.getAttribute`` or ``form.parentElement`` can
+// be shadowed the same way; ``document`` does the same for <form name="title">, <img name="querySelectorAll">.
+// So every property and method is read through the getter / function found on the object's prototype chain
+// (which named properties never reach), cached per prototype. ``__tfP(el, 'action')`` is the real ``action``;
+// ``__tfM(el, 'getAttribute', 'x')`` the real call.
+const __tfCache = new Map();
+function __tfLookup(obj, name) {
+  const proto = Object.getPrototypeOf(obj);
+  let per = __tfCache.get(proto);
+  if (!per) { per = new Map(); __tfCache.set(proto, per); }
+  if (per.has(name)) return per.get(name);
+  let found = null;
+  for (let p = proto; p; p = Object.getPrototypeOf(p)) {
+    const d = Object.getOwnPropertyDescriptor(p, name);
+    if (d) { found = d; break; }
+  }
+  per.set(name, found);
+  return found;
+}
+function __tfP(obj, name) {
+  if (obj === null || obj === undefined) return undefined;
+  const d = __tfLookup(obj, name);
+  if (!d) return undefined;
+  return d.get ? d.get.call(obj) : d.value;
+}
+function __tfM(obj, name) {
+  const d = __tfLookup(obj, name);
+  const fn = d && (d.value || (d.get && d.get.call(obj)));
+  return fn.apply(obj, Array.prototype.slice.call(arguments, 2));
+}
 function __tfInstall() {
   if (window.__tfToken) return false;
   window.__tfToken = Math.random().toString(36).slice(2);
@@ -23,7 +55,8 @@ function __tfInstall() {
   window.__tfReqId = 0;
   try {
     new MutationObserver(function (m) { window.__tfMut += m.length; window.__tfLast = performance.now(); })
-      .observe(document.documentElement, {subtree: true, childList: true, attributes: true, characterData: true});
+      .observe(__tfP(document, 'documentElement'),
+               {subtree: true, childList: true, attributes: true, characterData: true});
   } catch (e) {}
   function begin() { const id = ++window.__tfReqId; window.__tfPend[id] = performance.now(); return id; }
   function end(id) { delete window.__tfPend[id]; window.__tfLast = performance.now(); }
@@ -56,6 +89,7 @@ function __tfInstall() {
 _EXTRACT = r"""
 function __tfExtract(MAX) {
 __tfInstall();
+const P = __tfP, M = __tfM, doc = document;
 const w = window.innerWidth, h = window.innerHeight;
 const INTERACTIVE = 'a[href],button,input,select,textarea,summary,[role=button],[role=link],[role=tab],' +
   '[role=checkbox],[role=radio],[role=menuitem],[role=option],[role=switch],[onclick],[contenteditable=true],' +
@@ -67,43 +101,52 @@ const IMPLICIT = {A: 'link', BUTTON: 'button', SELECT: 'combobox', TEXTAREA: 'te
   TD: 'cell', NAV: 'navigation', DIALOG: 'dialog'};
 const INPUT_ROLES = {checkbox: 'checkbox', radio: 'radio', button: 'button', submit: 'button', reset: 'button',
   range: 'slider', search: 'searchbox', image: 'button'};
-function roleOf(el) {
-  const r = el.getAttribute('role');
+const CONTROLS = {INPUT: 1, SELECT: 1, TEXTAREA: 1, BUTTON: 1};
+function attr(el, n) { return M(el, 'getAttribute', n); }
+function tagOf(el) { return String(P(el, 'tagName') || ''); }
+function str(v) { return typeof v === 'string' ? v : ''; }
+function typeOf(el) { return (str(P(el, 'type')) || 'text').toLowerCase(); }
+function roleOf(el, tag) {
+  const r = attr(el, 'role');
   if (r) return r;
-  if (el.tagName === 'INPUT') return INPUT_ROLES[(el.type || 'text').toLowerCase()] || 'textbox';
-  return IMPLICIT[el.tagName] || '';
+  if (tag === 'INPUT') return INPUT_ROLES[typeOf(el)] || 'textbox';
+  return IMPLICIT[tag] || '';
 }
-function clean(s, n) { return (s || '').replace(/\s+/g, ' ').trim().slice(0, n || 120); }
+function clean(s, n) { return str(s).replace(/\s+/g, ' ').trim().slice(0, n || 120); }
 function ownText(el) {
   let t = '';
-  for (const c of el.childNodes) if (c.nodeType === 3) t += c.nodeValue;
+  for (const c of P(el, 'childNodes')) if (P(c, 'nodeType') === 3) t += P(c, 'nodeValue');
   return clean(t);
 }
-function nameOf(el) {
-  const a = el.getAttribute('aria-label');
+function innerText(el) { return str(P(el, 'innerText')); }
+function nameOf(el, tag) {
+  const a = attr(el, 'aria-label');
   if (a) return clean(a);
-  const lb = el.getAttribute('aria-labelledby');
+  const lb = attr(el, 'aria-labelledby');
   if (lb) {
     const t = lb.split(/\s+/).map(function (id) {
-      const x = document.getElementById(id); return x ? x.innerText : ''; });
+      const x = M(doc, 'getElementById', id); return x ? innerText(x) : ''; });
     if (t.join('').trim()) return clean(t.join(' '));
   }
-  if (el.labels && el.labels.length) return clean(el.labels[0].innerText);
-  if (el.tagName === 'INPUT' && ['submit', 'button', 'reset'].includes(el.type)) return clean(el.value);
-  if (el.tagName === 'IMG') return clean(el.alt);
-  return clean(el.innerText || el.getAttribute('title') || el.getAttribute('placeholder') || '');
+  const labels = CONTROLS[tag] ? P(el, 'labels') : null;
+  if (labels && labels.length) return clean(innerText(labels[0]));
+  if (tag === 'INPUT' && ['submit', 'button', 'reset'].includes(typeOf(el))) return clean(P(el, 'value'));
+  if (tag === 'IMG') return clean(P(el, 'alt'));
+  return clean(innerText(el) || attr(el, 'title') || attr(el, 'placeholder') || '');
 }
 function pathOf(el) {
   const parts = [];
-  for (let e = el; e && e.nodeType === 1 && e !== document.documentElement; e = e.parentElement) {
+  const root = P(doc, 'documentElement');
+  for (let e = el; e && P(e, 'nodeType') === 1 && e !== root; e = P(e, 'parentElement')) {
+    const tag = tagOf(e);
     let i = 1;
-    for (let s = e.previousElementSibling; s; s = s.previousElementSibling) if (s.tagName === e.tagName) i++;
-    parts.push(e.tagName.toLowerCase() + '[' + i + ']');
+    for (let s = P(e, 'previousElementSibling'); s; s = P(s, 'previousElementSibling')) if (tagOf(s) === tag) i++;
+    parts.push(tag.toLowerCase() + '[' + i + ']');
   }
   return parts.reverse().join('/');
 }
 function visibleRect(el) {
-  const r = el.getBoundingClientRect();
+  const r = M(el, 'getBoundingClientRect');
   if (r.width < 2 || r.height < 2) return null;
   const x1 = Math.max(0, r.left), y1 = Math.max(0, r.top), x2 = Math.min(w, r.right), y2 = Math.min(h, r.bottom);
   if (x2 - x1 < 2 || y2 - y1 < 2) return null;
@@ -113,8 +156,13 @@ function visibleRect(el) {
 }
 function hits(el, rc) {
   const cx = (rc[0] + rc[2]) / 2, cy = (rc[1] + rc[3]) / 2;
-  const top = document.elementFromPoint(cx, cy);
-  return !!top && (top === el || el.contains(top) || top.contains(el) && top.tagName === 'LABEL');
+  const top = M(doc, 'elementFromPoint', cx, cy);
+  return !!top && (top === el || M(el, 'contains', top) || M(top, 'contains', el) && tagOf(top) === 'LABEL');
+}
+// The form a control submits to: its form owner (the ``form`` attribute counts), else the enclosing <form>.
+function formOf(el, tag) {
+  const owner = CONTROLS[tag] ? P(el, 'form') : null;
+  return owner || M(el, 'closest', 'form');
 }
 const seen = new Set(), out = [];
 function add(el, interactive) {
@@ -122,40 +170,54 @@ function add(el, interactive) {
   seen.add(el);
   const rc = visibleRect(el);
   if (!rc) return;
-  const tag = el.tagName, type = tag === 'INPUT' ? (el.type || 'text').toLowerCase() : '';
+  const tag = tagOf(el), type = tag === 'INPUT' ? typeOf(el) : '';
   const editable = (tag === 'INPUT' && !['checkbox', 'radio', 'submit', 'button', 'reset', 'image', 'hidden',
-    'file', 'range', 'color'].includes(type)) || tag === 'TEXTAREA' || el.isContentEditable;
-  const text = interactive ? nameOf(el) : ownText(el) || (tag === 'IMG' ? clean(el.alt) : '');
+    'file', 'range', 'color'].includes(type)) || tag === 'TEXTAREA' || !!P(el, 'isContentEditable');
+  const text = interactive ? nameOf(el, tag) : ownText(el) || (tag === 'IMG' ? clean(P(el, 'alt')) : '');
   if (!interactive && !text) return;
-  const form = el.form || el.closest('form');
+  const form = formOf(el, tag);
   const st = getComputedStyle(el);
+  const role = roleOf(el, tag);
+  const control = !!CONTROLS[tag];
   out.push({
-    tag: tag.toLowerCase(), type: type, role: roleOf(el), text: text,
-    desc: clean(el.getAttribute('aria-description') || el.getAttribute('title') || ''),
-    rid: el.getAttribute('data-testid') || el.id || el.getAttribute('name') || '',
+    tag: tag.toLowerCase(), type: type, role: role, text: text,
+    desc: clean(attr(el, 'aria-description') || attr(el, 'title') || ''),
+    rid: attr(el, 'data-testid') || attr(el, 'id') || attr(el, 'name') || '',
     path: pathOf(el), rect: rc,
     clickable: interactive && !editable, editable: !!editable,
-    checkable: type === 'checkbox' || type === 'radio' ||
-      ['checkbox', 'radio', 'switch'].includes(el.getAttribute('role')),
-    checked: !!el.checked || el.getAttribute('aria-checked') === 'true',
-    enabled: !el.disabled && el.getAttribute('aria-disabled') !== 'true',
+    checkable: type === 'checkbox' || type === 'radio' || ['checkbox', 'radio', 'switch'].includes(role),
+    checked: (control && !!P(el, 'checked')) || attr(el, 'aria-checked') === 'true',
+    enabled: !(control && P(el, 'disabled')) && attr(el, 'aria-disabled') !== 'true',
     visible: hits(el, rc),
-    scrollable: (st.overflowY === 'auto' || st.overflowY === 'scroll') && el.scrollHeight > el.clientHeight + 4,
-    href: tag === 'A' ? el.href : '',
-    form_action: form ? (form.getAttribute('action') ? form.action : location.href) : '',
-    form_method: form ? (form.method || 'get').toLowerCase() : '',
-    input_name: el.getAttribute('name') || '', autocomplete: el.getAttribute('autocomplete') || '',
-    required: !!el.required, value: editable ? clean(el.value, 60) : '',
-    options: tag === 'SELECT' ? Array.from(el.options).map(function (o) { return o.value; }).slice(0, 20) : [],
-    dialog: !!el.closest('[role=dialog],dialog'),
+    scrollable: (st.overflowY === 'auto' || st.overflowY === 'scroll') &&
+      P(el, 'scrollHeight') > P(el, 'clientHeight') + 4,
+    href: tag === 'A' ? str(P(el, 'href')) : '',
+    // ``action``/``method`` through the form's own getters: a control named "action" would otherwise be read.
+    form_action: form ? (attr(form, 'action') ? str(P(form, 'action')) : location.href) : '',
+    form_method: form ? (str(P(form, 'method')) || 'get').toLowerCase() : '',
+    input_name: attr(el, 'name') || '', autocomplete: attr(el, 'autocomplete') || '',
+    required: control && !!P(el, 'required'), value: editable ? clean(P(el, 'value'), 60) : '',
+    pattern: attr(el, 'pattern') || '', min: attr(el, 'min') || '', max: attr(el, 'max') || '',
+    step: attr(el, 'step') || '', maxlength: control ? (P(el, 'maxLength') || -1) : -1,
+    minlength: control ? (P(el, 'minLength') || -1) : -1, placeholder: attr(el, 'placeholder') || '',
+    options: tag === 'SELECT' ? Array.from(P(el, 'options')).map(function (o) {
+      return [str(P(o, 'value')), clean(P(o, 'text'), 60), !!P(o, 'disabled')]; }).slice(0, 30) : [],
+    dialog: !!M(el, 'closest', '[role=dialog],dialog'),
   });
 }
-document.querySelectorAll(INTERACTIVE).forEach(function (el) { add(el, true); });
-document.querySelectorAll(TEXTY).forEach(function (el) { add(el, false); });
-const se = document.scrollingElement || document.documentElement;
-return {url: location.href, title: document.title, w: w, h: h, dpr: window.devicePixelRatio || 1,
-  scrollY: se.scrollTop, scrollH: se.scrollHeight, token: window.__tfToken, ready: document.readyState,
-  elements: out};
+function each(sel, interactive) {
+  const list = M(doc, 'querySelectorAll', sel);
+  for (let i = 0; i < list.length; i++) {
+    try { add(list[i], interactive); } catch (e) { errors.push(clean(String(e), 200)); }
+  }
+}
+const errors = [];
+each(INTERACTIVE, true);
+each(TEXTY, false);
+const se = P(doc, 'scrollingElement') || P(doc, 'documentElement');
+return {url: location.href, title: str(P(doc, 'title')), w: w, h: h, dpr: window.devicePixelRatio || 1,
+  scrollY: P(se, 'scrollTop'), scrollH: P(se, 'scrollHeight'), token: window.__tfToken,
+  ready: P(doc, 'readyState'), elements: out, errors: errors.slice(0, 5)};
 }
 """
 
@@ -177,10 +239,10 @@ function __tfSettle(quietMs, timeoutMs, staleMs, done) {
     return n;
   }
   function animating() {
-    if (!document.getAnimations) return 0;
+    if (!Document.prototype.getAnimations) return 0;
     let n = 0;
     try {
-      for (const a of document.getAnimations()) {
+      for (const a of __tfM(document, 'getAnimations')) {
         if (a.playState !== 'running') continue;
         const it = a.effect && a.effect.getTiming ? a.effect.getTiming().iterations : 1;
         if (it !== Infinity) n++;
@@ -195,7 +257,7 @@ function __tfSettle(quietMs, timeoutMs, staleMs, done) {
     const now = performance.now();
     const anim = animating();
     if (anim) lastAnim = now;
-    const ready = document.readyState === 'complete';
+    const ready = __tfP(document, 'readyState') === 'complete';
     const quiet = now - Math.max(window.__tfLast, t0, lastAnim) >= quietMs;
     const painted = framed || now - t0 >= 100;
     if (ready && quiet && painted && !pending(now) && !anim) {
@@ -203,7 +265,7 @@ function __tfSettle(quietMs, timeoutMs, staleMs, done) {
       return;
     }
     if (now - t0 >= timeoutMs) {
-      done({stable: false, waited: now - t0, fresh: fresh, ready: document.readyState, quiet: quiet,
+      done({stable: false, waited: now - t0, fresh: fresh, ready: __tfP(document, 'readyState'), quiet: quiet,
             pending: pending(now), animating: animating()});
       return;
     }
@@ -235,7 +297,7 @@ __tfSettle(arguments[0], arguments[1], arguments[2], function (st) {
 
 # The polling fallback's probe: page instance, readiness, DOM mutation count and scroll position.
 PROBE_JS = _INSTALL + """
-if (__tfInstall()) return [window.__tfToken, document.readyState, -1, 0];
-const se = document.scrollingElement || document.documentElement;
-return [window.__tfToken, document.readyState, window.__tfMut, se.scrollTop];
+if (__tfInstall()) return [window.__tfToken, __tfP(document, 'readyState'), -1, 0];
+const se = __tfP(document, 'scrollingElement') || __tfP(document, 'documentElement');
+return [window.__tfToken, __tfP(document, 'readyState'), window.__tfMut, __tfP(se, 'scrollTop')];
 """

@@ -191,6 +191,22 @@ def test_edit_persists(client: Client) -> None:
     assert client.get("/notes/999").status == 404
 
 
+def test_history_lists_revisions_and_its_form_names_controls_like_form_properties(client: Client) -> None:
+    client.login()
+    assert 'href="/notes/1/history"' in client.get("/notes/1").text
+    client.post("/notes/1/edit", {"title": "Groceries v2", "body": "x"})
+    page = client.get("/notes/1/history").text
+    rows = re.findall(r'data-testid="revision-row">([^<]*)</li>', page)
+    assert len(rows) == 2 and rows[0].endswith("Groceries v2") and rows[1].endswith("Grocery list")
+    for name in ("action", "method", "id", "name", "submit"):  # the names that shadow a form's DOM properties
+        assert f'name="{name}"' in page
+    assert 'data-testid="history-result"' not in page
+    shown = client.get("/notes/1/history?action=history&id=1&name=v2&method=side&submit=1").text
+    assert len(re.findall(r'data-testid="revision-row"', shown)) == 1
+    assert "1 revisions shown (Side by side)" in shown and '<option value="side" selected>' in shown
+    assert client.get("/notes/999/history").status == 404
+
+
 def test_detail_has_share_dialog(client: Client) -> None:
     client.login()
     page = client.get("/notes/2").text

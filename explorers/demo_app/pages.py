@@ -251,12 +251,47 @@ def note_detail_page(ctx: PageContext, note: Note, share_url: str) -> str:
 <div class="note-body" data-testid="note-body">{_e(note.body)}</div>
 <div class="actions">
 <a class="button primary" href="/notes/{note.id}/edit" data-testid="note-edit-button">{_e(t("edit"))}</a>
+<a class="button secondary" href="/notes/{note.id}/history" data-testid="note-history-link">{_e(t("history"))}</a>
 <button type="button" class="button secondary" data-open-dialog="share-dialog" aria-haspopup="dialog"
  data-testid="share-button">{_e(t("share"))}</button>
 </div>
 </article>
 {_dialog("share-dialog", t("share_title"), t("close"), share, "share-dialog")}"""
     return document(ctx, note.title, body)
+
+
+def note_history_page(ctx: PageContext, note: Note, *, name: str = "", view: str = "inline",
+                      shown: bool = False) -> str:
+    """Revisions of a note, with a filter form whose controls are named like the form's own DOM properties."""
+    t = ctx.t
+    needle = name.strip().casefold()
+    revisions = [r for r in reversed(note.revisions) if not needle or needle in r.title.casefold()]
+    rows = "".join(f'<li class="revision-row" data-testid="revision-row">'
+                   f'{_e(t("history_revision", t=r.stamp, title=r.title))}</li>' for r in revisions)
+    views = "".join(f'<option value="{v}"{" selected" if v == view else ""}>{_e(t(k))}</option>'
+                    for v, k in (("inline", "view_inline"), ("side", "view_side")))
+    result = (f'<p class="hint" role="status" data-testid="history-result">'
+              f'{_e(t("history_result", n=len(revisions), view=t("view_" + view)))}</p>' if shown else "")
+    body = f"""<p><a href="/notes/{note.id}" data-testid="back-to-note">{_e(t("back_to_note"))}</a></p>
+<h1>{_e(t("history_title", t=note.title))}</h1>
+<form method="get" action="/notes/{note.id}/history" id="history-form" class="form card"
+ data-testid="history-form">
+<input type="hidden" name="action" value="history">
+<input type="hidden" name="id" value="{note.id}">
+<div class="field">
+<label for="history-name">{_e(t("history_filter"))}</label>
+<input id="history-name" name="name" type="search" value="{_e(name)}" data-testid="history-name">
+</div>
+<div class="field">
+<label for="history-method">{_e(t("history_view"))}</label>
+<select id="history-method" name="method" data-testid="history-method">{views}</select>
+</div>
+<button type="submit" name="submit" value="1" class="button primary" data-testid="history-submit">\
+{_e(t("history_show"))}</button>
+</form>
+{result}
+<ul class="revision-list" data-testid="revision-list">{rows}</ul>"""
+    return document(ctx, t("history_title", t=note.title), body)
 
 
 def note_form_page(ctx: PageContext, *, note: Note | None, title: str, body_text: str,

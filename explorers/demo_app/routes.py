@@ -180,6 +180,18 @@ def note_update(req: Request, store: Store, note_id: str) -> Response:
     return redirect(f"/notes/{note.id}")
 
 
+def note_history(req: Request, store: Store, note_id: str) -> Response:
+    """A wiki-style page-history screen. Its filter form names controls ``action``, ``method``, ``id``, ``name``
+    and ``submit`` (as MediaWiki's does), which shadow the form's own DOM properties: a crawler reading
+    ``form.action`` gets an element, not a URL."""
+    note = _note_or_404(req, note_id)
+    if isinstance(note, Response):
+        return note
+    view = req.arg("method") if req.arg("method") in ("inline", "side") else "inline"
+    return _page(req, pages.note_history_page, note, name=req.arg("name"), view=view,
+                 shown=bool(req.arg("submit")), active="/notes")
+
+
 def settings_form(req: Request, store: Store) -> Response:
     return _page(req, pages.settings_page, active="/settings")
 
@@ -268,6 +280,7 @@ ROUTES: tuple[Route, ...] = (
     _route("/notes/new", GET=note_new_form, POST=note_create),
     _route(_NOTE, GET=note_detail),
     _route(_NOTE + "/edit", GET=note_edit_form, POST=note_update),
+    _route(_NOTE + "/history", GET=note_history),
     _route("/settings", GET=settings_form, POST=settings_save),
     _route("/account", GET=account),
     _route("/account/delete", POST=account_delete),

@@ -50,11 +50,18 @@ def iso_now() -> str:
 
 
 @dataclass
+class Revision:
+    stamp: str
+    title: str
+
+
+@dataclass
 class Note:
     id: int
     title: str
     body: str
     updated: str
+    revisions: list[Revision] = field(default_factory=list)  # oldest first; the current text is the last
 
 
 @dataclass
@@ -93,12 +100,14 @@ class Session:
 
     def add_note(self, title: str, body: str, updated: str | None = None) -> Note:
         note = Note(self.next_note_id, title, body, updated or now_stamp())
+        note.revisions.append(Revision(note.updated, title))
         self.notes[note.id] = note
         self.next_note_id += 1
         return note
 
     def update_note(self, note: Note, title: str, body: str) -> None:
         note.title, note.body, note.updated = title, body, now_stamp()
+        note.revisions.append(Revision(note.updated, title))
 
     def notes_newest_first(self) -> list[Note]:
         return sorted(self.notes.values(), key=lambda n: (n.updated, n.id), reverse=True)

@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 
 def register(app: typer.Typer) -> None:
@@ -28,19 +29,22 @@ def register(app: typer.Typer) -> None:
         try:
             cfg = load_config(config, overrides)
         except ConfigError as exc:
-            console.print(f"[red]{exc}[/red]")
+            console.print(str(exc), style="red", markup=False, highlight=False)
             raise typer.Exit(2) from None
         if max_steps is not None:
             cfg.budget.max_steps = max_steps
         result = run_farm(cfg, console, show_progress=not no_progress)
-        table = Table("job", "steps (new)", "states", "restarts", "sessions", "stopped because", title="Crawl")
+        table = Table("job", "steps (new)", "states", "restarts", "sessions", "errors", "stopped because",
+                      title="Crawl")
         for r in result.results:
-            table.add_row(f"{r['app_id']}/{r['worker']}", f"{r['steps']} ({r['new_steps']})", str(r["states"]),
-                          str(r["restarts"]), str(r["session_restarts"]), r["stopped"])
+            # Text from the app (an error, a selector) must not be read as Rich markup: "[name=pass]" would vanish.
+            table.add_row(Text(f"{r['app_id']}/{r['worker']}"), f"{r['steps']} ({r['new_steps']})", str(r["states"]),
+                          str(r["restarts"]), str(r["session_restarts"]), str(r.get("errors", 0)),
+                          Text(r["stopped"]))
         console.print(table)
         for app_id, ex in result.exports.items():
             console.print(f"{app_id}: {ex.states} states, {ex.transitions} transitions, {ex.observations} "
-                          f"observations → {Path(cfg.output) / app_id}")
+                          f"observations → {Path(cfg.output) / app_id}", markup=False, highlight=False)
         for name, why in result.failures:
-            console.print(f"[red]FAILED {name}: {why}[/red]")
+            console.print(f"FAILED {name}: {why}", style="red", markup=False, highlight=False, soft_wrap=True)
         raise typer.Exit(1 if result.failures else 0)

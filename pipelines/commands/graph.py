@@ -40,7 +40,7 @@ def register(app: typer.Typer) -> None:
         for m in marks:
             console.print(f"  after {m:>5} transitions: {s.coverage[m - 1][1]} states")
         if plot:
-            console.print(f"coverage plot → {plot_coverage(s, plot, d.name)}")
+            console.print(f"coverage plot → {plot_coverage(s, plot, d.name)}", markup=False)
 
     @graph.command("view")
     def view(
@@ -55,7 +55,7 @@ def register(app: typer.Typer) -> None:
 
         d = _app_dir(app_dir)
         out.write_text(render_html(d, BlobStore(blob_root or d / "blobs"), max_states), encoding="utf-8")
-        Console().print(f"wrote {out}")
+        Console().print(f"wrote {out}", markup=False)
 
     @graph.command("export")
     def export(app_dir: Path = typer.Argument(..., exists=True, file_okay=False)) -> None:

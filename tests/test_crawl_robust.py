@@ -1,0 +1,199 @@
+"""A crawl never dies of one page: DOM property shadowing, a page the extractor cannot read, a hidden login marker.
+
+Real Chromium against small pages served here. A form whose controls are named ``action``, ``method``,
+``submit``, ``id``, ``name`` (and even ``getAttribute`` or ``parentElement``) shadows the form's own DOM
+properties, as wiki page-history screens do; the extractor must still read the real ones. A page whose script
+makes extraction throw is a logged, skipped action, not a dead job; a job that cannot start reports URL, state
+and traceback; and a login marker that exists but is hidden is an error, not a silently anonymous crawl.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from explorers.config import parse_config
+from explorers.crawler import Crawler
+from explorers.profiles import VIEWPORTS, Profile
+from explorers.sessions import EndpointSpec, open_device
+from explorers.store import read_log
+from explorers.web_parse import parse_web_elements
+
+SHADOW_FORM = """<form name="title" id="f1" method="post" action="/shadow-target">
+<input type="hidden" name="action" value="history"><input type="hidden" name="method" value="x">
+<input type="hidden" name="id" value="7"><input type="hidden" name="getAttribute" value="g">
+<input type="hidden" name="parentElement" value="p"><input type="hidden" name="tagName" value="t">
+<label for="q">Name</label><input id="q" name="name" type="text">
+<select name="elements" id="sel"><option value="a">Alpha</option><option value="b" disabled>Beta</option>
+<option value="c">Gamma</option></select>
+<button type="submit" name="submit" id="go">Show revisions</button></form>"""
+
+PAGES = {
+    "/": """<h1>Start</h1><ul><li><a href="/plain">Plain page</a></li><li><a href="/broken">Broken page</a></li>
+        <li><a href="/shadow">History page</a></li><li><a href="/other">Other page</a></li></ul>""",
+    "/plain": '<h1>Plain</h1><p><a href="/">Home</a></p><button onclick="this.textContent=\'Pressed\'">Press</button>',
+    "/other": '<h1>Other</h1><p><a href="/">Home</a> <a href="/plain">Plain again</a></p>',
+    "/shadow": "<title>Shadow test</title><h1>History</h1>" + SHADOW_FORM + '<p><a href="/">Home</a></p>',
+    # A page whose own script makes every read of the viewport throw: the extractor cannot read it at all.
+    "/broken": """<script>Object.defineProperty(window, 'innerWidth', {get() { throw new Error('hostile page'); }});
+        </script><h1>Broken</h1><a href="/">Home</a>""",
+    # The login field exists but is hidden (as on a page that keeps a collapsed login box in its header).
+    "/login-hidden": """<h1>Welcome</h1><form action="/login"><input name="pass" type="password"
+        style="display:none"></form><a href="/plain">Plain page</a>""",
+}
+
+
+class _Handler(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        path = self.path.split("?", 1)[0]
+        body = f"<!doctype html><html><body>{PAGES.get(path, '<h1>Missing</h1>')}</body></html>".encode()
+        self.send_response(200 if path in PAGES else 404)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_POST(self) -> None:
+        self.do_GET()
+
+    def log_message(self, *_args: object) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def pages_url() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+
+
+def _config(out: Path, device_url: str, apps: list[dict[str, Any]], steps: int) -> dict[str, Any]:
+    return {"run_id": "robust", "output": str(out), "devices": [{"name": "d0", "url": device_url}], "apps": apps,
+            "budget": {"max_steps": steps, "max_seconds": 300, "max_restarts": 40}}
+
+
+def test_extraction_reads_the_real_form_properties_when_controls_shadow_them(
+        chromedriver_url: str, pages_url: str) -> None:
+    device = open_device(EndpointSpec("d0", chromedriver_url), Profile(VIEWPORTS["desktop"]))
+    try:
+        device.open(pages_url + "/shadow")
+        device.settle()
+        _settled, screen = device.settle_and_capture()
+        fallback = device.capture()  # the extraction without the wait goes through the same safe accessors
+    finally:
+        device.quit()
+    for s in (screen, fallback):
+        assert s.extract_errors == []
+        assert s.title == "Shadow test"  # <form name="title"> shadows document.title
+        by_id = {w.element.resource_id: w for w in s.widgets}
+        submit = by_id["go"]
+        assert submit.form_action == pages_url + "/shadow-target"
+        assert submit.form_method == "post"
+        # The path walks up through the form, whose parentElement / tagName are shadowed.
+        assert "/form[1]/button[1]" in submit.element.path and submit.element.path.startswith("html") is False
+        assert submit.element.path.startswith("body[1]/")
+        field = by_id["q"]
+        assert field.element.text == "Name" and field.input_name == "name" and field.element.editable
+        select = by_id["sel"]  # a control named "elements" shadows form.elements
+        assert select.options == ["a", "c"] and select.option_labels == ["Alpha", "Gamma"]
+
+
+def test_demo_app_history_page_with_shadowing_controls_is_crawled(
+        tmp_path: Path, chromedriver_url: str, demo_app_url: str) -> None:
+    """The bundled demo app has such a page (note history); a crawl reaches it, submits its form, and goes on."""
+    from explorers.demo_app.crawl_config import app_config
+
+    cfg = parse_config(_config(tmp_path, chromedriver_url, [app_config(demo_app_url + "/")], 60))
+    crawler = Crawler(cfg, cfg.apps[0], Profile(VIEWPORTS["desktop"]), EndpointSpec("d0", chromedriver_url))
+    stats = crawler.run()
+    assert stats.errors == 0 and stats.steps == 60, stats
+    records = list(read_log(crawler.store.log_path(crawler.worker)))
+    history = [o for r in records for o in r["observations"] if "/history" in o["observation"]["location"]]
+    assert history, "the crawl never reached a note's history page"
+    submits = [e for o in history for e in o["observation"]["elements"] if e["resource_id"] == "history-submit"]
+    assert submits
+    # The form was submitted: a history URL carrying the form's query (action=history&id=…&submit=1) was seen.
+    assert any("submit=1" in o["observation"]["location"] and "action=history" in o["observation"]["location"]
+               for o in history)
+
+
+def test_a_page_the_extractor_cannot_read_is_a_skipped_action_not_a_dead_job(
+        tmp_path: Path, chromedriver_url: str, pages_url: str) -> None:
+    cfg = parse_config(_config(tmp_path, chromedriver_url, [{"id": "pages", "entry": pages_url + "/"}], 14))
+    crawler = Crawler(cfg, cfg.apps[0], Profile(VIEWPORTS["desktop"]), EndpointSpec("d0", chromedriver_url))
+    stats = crawler.run()
+    assert stats.errors == 1, stats  # the link to /broken failed once and was never taken again
+    assert stats.steps == 14 or stats.stopped.startswith("done"), stats
+    audit = crawler.audit.entries()
+    errors = [e for e in audit if e["decision"] == "error"]
+    assert len(errors) == 1
+    err = errors[0]
+    assert err["action"] == "click 'Broken page'" and err["url"] == pages_url + "/"
+    assert err["state"] and "Traceback" in err["traceback"] and "hostile page" in err["reason"]
+    assert err["landed_url"] == pages_url + "/broken"
+    acts = [e for e in audit if e["decision"] == "act"]
+    assert sum(e["action"] == "click 'Broken page'" for e in acts) == 1
+    assert acts[-1]["time"] > err["time"], "the crawl went on after the failure"
+    # The skip survives a resume: the log says which action failed, and a rerun does not try it again.
+    records = list(read_log(crawler.store.log_path(crawler.worker)))
+    assert [r["failed"]["key"] for r in records if r.get("failed")] == [err["key"]]
+    cfg2 = parse_config(_config(tmp_path, chromedriver_url, [{"id": "pages", "entry": pages_url + "/"}], 20))
+    again = Crawler(cfg2, cfg2.apps[0], Profile(VIEWPORTS["desktop"]), EndpointSpec("d0", chromedriver_url))
+    assert again.graph.failed == {(err["state"], err["key"])}
+    again.run()
+    later = [e for e in again.audit.entries() if e["decision"] == "act"]
+    assert sum(e["action"] == "click 'Broken page'" for e in later) == 1
+
+
+def test_failed_jobs_report_url_state_and_traceback_in_plain_text(
+        tmp_path: Path, chromedriver_url: str, pages_url: str) -> None:
+    """Two jobs that cannot run: an entry page nobody can read, and a login marker that exists but is hidden.
+
+    The CLI exits 1 and prints both reasons verbatim: ``[name=pass]`` must not be eaten as Rich markup."""
+    apps = [{"id": "broken", "entry": pages_url + "/broken"},
+            {"id": "hidden-login", "entry": pages_url + "/login-hidden",
+             "login": {"when_present": "[name=pass]", "steps": [{"type": "[name=pass]", "text": "x"}]}}]
+    config = tmp_path / "crawl.yaml"
+    config.write_text(yaml.safe_dump(_config(tmp_path / "out", chromedriver_url, apps, 5)))
+    env = {**os.environ, "COLUMNS": "400"}
+    done = subprocess.run([sys.executable, "-m", "pipelines.cli", "crawl", "--config", str(config), "--no-progress"],
+                          capture_output=True, text=True, timeout=300, env=env)
+    out = done.stdout + done.stderr
+    assert done.returncode == 1, out
+    broken = next(line for line in out.splitlines() if line.startswith("FAILED broken/"))
+    assert "hostile page" in broken
+    assert f"at {pages_url}/broken (state -, step 0)" in out and "Traceback (most recent call last)" in out
+    hidden = next(line for line in out.splitlines() if line.startswith("FAILED hidden-login/"))
+    assert "LoginError" in hidden and "'[name=pass]'" in hidden and "hidden" in hidden
+    # The audit log of the hidden-login job shows it never acted anonymously.
+    audit = tmp_path / "out" / "hidden-login" / "audit" / "desktop-en-light-fs1.jsonl"
+    decisions = [json.loads(line)["decision"] for line in audit.read_text().splitlines()] if audit.exists() else []
+    assert "act" not in decisions
+
+
+def test_parsed_fields_that_are_not_strings_read_as_empty() -> None:
+    """A page that smuggles an element reference into a string field loses that field, not the screen."""
+    result = {"w": 100, "h": 100, "elements": [
+        {"tag": "button", "rect": [0, 0, 10, 10], "form_action": {"element-6066": "ref"}, "form_method": None,
+         "text": "Go", "clickable": True, "options": [["a", "A", False], ["b", "B", True], "c"]},
+        {"tag": "a", "rect": "not a rect"},
+    ]}
+    widgets = parse_web_elements(result, 200, 200)
+    assert len(widgets) == 1
+    w = widgets[0]
+    assert w.form_action == "" and w.form_method == "" and w.element.text == "Go"
+    assert w.options == ["a", "c"] and w.option_labels == ["A", "c"]
+    assert w.element.bbox.x2 == 20.0
