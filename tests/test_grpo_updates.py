@@ -37,7 +37,7 @@ def sft_model(tmp_path_factory) -> tuple[Path, Path]:
     cfg.write_text("optim: {lr: 0.01, batch_size: 4, schedule: constant}\nrun: {save_every: 1000}\n"
                    "data: {mix: direct, max_pixels: 12544, min_pixels: 784}\n")
     _ok(["train", "sft", "--config", str(cfg), "--data", str(data), "--model", str(root / "tiny"),
-         "--out", str(root / "sft"), "--max-steps", "40", "--no-progress"])
+         "--out", str(root / "sft"), "--max-steps", "50", "--no-progress"])
     return data, root / "sft" / "final"
 
 
@@ -45,7 +45,7 @@ def _grpo(root: Path, data: Path, model: Path, mu: int) -> dict:
     cfg = root / f"grpo-{mu}.yaml"
     cfg.write_text("optim: {lr: 0.01, batch_size: 2}\nrun: {save_every: 1000}\n"
                    "data: {max_pixels: 12544, min_pixels: 784}\n"
-                   f"grpo: {{num_generations: 8, max_new_tokens: 60, temperature: 0.5, kl_coef: 0.01, "
+                   f"grpo: {{num_generations: 8, max_new_tokens: 60, temperature: 1.0, kl_coef: 0.01, "
                    f"updates_per_rollout: {mu}}}\n")
     out = root / f"grpo-{mu}"
     _ok(["train", "grpo", "--config", str(cfg), "--data", str(data), "--model", str(model), "--out", str(out),

@@ -71,7 +71,10 @@ class GRPOConfig:
     # sampling); keep: train on them anyway (GUI-Libra's shipped config: online_filtering false).
     zero_variance: str = "drop"
     max_resample: int = 8
-    reward: str = "guilibra"  # a preset of training.rewards.PRESETS
+    reward: str = "guilibra"  # a preset of training.rewards.PRESETS: guilibra (r1gui), uitars2, computerrl
+    # computerrl's offline progress judge: the crawled graph and the synthesized trajectories (their goals)
+    progress_graph: str | None = None
+    progress_trajectories: str | None = None
     mix: str = "direct"  # prompt style for rollouts: "direct" or "reasoning"
     backend: str = "transformers"  # or "vllm" where vLLM is installed (GPU hosts)
     vllm_gpu_memory_utilization: float = 0.3  # GPU share the colocated vLLM engine may take (policy + ref share it)
@@ -202,12 +205,17 @@ def validate(cfg: TrainConfig) -> None:
     if g.temperature <= 0 or not 0 < g.top_p <= 1:
         raise ConfigError(f"grpo.temperature / top_p: need temperature > 0 and 0 < top_p <= 1, got "
                           f"{g.temperature} / {g.top_p}")
+    if g.reward == "computerrl" and not (g.progress_graph and g.progress_trajectories):
+        raise ConfigError("grpo.progress_graph / grpo.progress_trajectories: the computerrl reward needs the crawled "
+                          "graph directory and the synthesized trajectories file for its progress judge")
     if g.recipe not in RECIPES:
         raise ConfigError(f"grpo.recipe: unknown recipe {g.recipe!r} (known: {', '.join(RECIPES)})")
     if cfg.optim.schedule not in SCHEDULES:
         raise ConfigError(f"optim.schedule: expected one of {', '.join(SCHEDULES)}, got {cfg.optim.schedule!r}")
     if not 0.0 <= cfg.optim.min_lr_ratio <= 1.0:
         raise ConfigError(f"optim.min_lr_ratio: must be in [0, 1], got {cfg.optim.min_lr_ratio}")
+    if cfg.data.target_layout not in ("compact", "guilibra"):
+        raise ConfigError(f"data.target_layout: expected compact or guilibra, got {cfg.data.target_layout!r}")
     if cfg.run.save_dtype not in ("auto", "float32", "bfloat16", "float16"):
         raise ConfigError(f"run.save_dtype: expected auto / float32 / bfloat16 / float16, got {cfg.run.save_dtype!r}")
     if cfg.grpo.updates_per_rollout < 1:

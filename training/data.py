@@ -32,7 +32,7 @@ from PIL import Image
 from schemas import BlobStore, Reject, Sample
 from schemas.errors import RecordValidationError
 from schemas.exporters.coords import CoordConvention, Frame
-from schemas.exporters.guilibra import DIRECT_PROMPT_SUFFIX, SYSTEM_PROMPT, format_target
+from schemas.exporters.guilibra import DIRECT_PROMPT_SUFFIX, NO_POINT, SYSTEM_PROMPT, Style, format_target
 from schemas.geometry import smart_resize
 from schemas.records import parse_record
 from training.weights import asft_token_weights
@@ -66,6 +66,10 @@ class DataConfig:
     # Noise-injected copies (``lineage.negative``) are negatives for critics, never demonstrations: excluded unless
     # a run asks for them (a critic / process-reward-model run).
     include_negatives: bool = False
+    # How targets are written: "compact" (one-line JSON) or "guilibra" (GUI-Libra's own layout: newlines around the
+    # tags and keys; <thinking> for Qwen3-VL). Both write "point_2d": [-100, -100] when there is no point, as
+    # GUI-Libra's data does and its reward's format check requires (null fails it).
+    target_layout: str = "compact"
 
 
 @dataclass
@@ -293,6 +297,12 @@ class Renderer:
         self.std = np.asarray(image_processor.image_std, dtype=np.float32).reshape(1, 1, 3)
         self.blobs = BlobStore(cfg.blob_store) if cfg.blob_store else None
         self.weights = (cfg.answer_weight, cfg.coord_weight)
+        if cfg.target_layout == "guilibra":
+            self.style = Style.guilibra("thinking" if model_type.startswith("qwen3") else "think")
+        elif cfg.target_layout == "compact":
+            self.style = Style(no_point=NO_POINT)
+        else:
+            raise ValueError(f"data.target_layout: expected compact or guilibra, got {cfg.target_layout!r}")
 
     def frame(self, s: Sample) -> Frame:
         return Frame(s.image_width, s.image_height, self.convention, self.cfg.min_pixels, self.cfg.max_pixels,
@@ -307,7 +317,7 @@ class Renderer:
         out = []
         for direct in variants(s, self.cfg.mix, self.cfg.seed):
             target = format_target(s.action, s.instruction or s.action.describe(),
-                                   None if direct else s.reasoning, frame)
+                                   None if direct else s.reasoning, frame, self.style)
             out.append(Rendered(s, img, frame, chat_prompt(s, n_tokens, direct), target, not direct))
         return out
 

@@ -4,7 +4,8 @@ For every step the model sees the screenshot, task and history and answers greed
 to an action on the original screenshot (``schemas.exporters.guilibra.answer_to_action``) and scored with the
 same rules as the RL reward (``training.rewards.action_matches``):
 
-- type accuracy: predicted action type equals the correct one;
+- type accuracy: predicted action type equals the correct one, mouse button and click count included
+  (``Action.full_type``: a right-click or a double-click is not a click);
 - grounding accuracy: over steps whose correct action is pointed (click / long-press), the point lands inside
   the target (accepted alternatives count);
 - step success: the whole action is correct (type, point, text, direction…), against the correct action or any
@@ -60,7 +61,7 @@ def evaluate(model_path: Path, data: Path, data_cfg: DataConfig | None = None, l
         text = tok.decode(gen[0, ids.shape[1]:], skip_special_tokens=True)
         pred = predicted_action(text, r.frame)
         golds = [item.action, *item.accepted_actions]
-        t_ok = pred is not None and any(pred.type == g.type for g in golds)
+        t_ok = pred is not None and any(pred.full_type == g.full_type for g in golds)  # a right-click is no click
         s_ok = pred is not None and any(action_matches(pred, g) for g in golds)
         is_pointed = ActionType(item.action.type) in POINTED
         n += 1

@@ -72,6 +72,8 @@ def reward_columns(r: Rendered, n: int, renderer: Renderer | None = None) -> dic
         "max_pixels": [f.max_pixels] * n,
         "factor": [f.factor] * n,
         "platform": [s.platform] * n,
+        "is_grounding": [not r.reasoning] * n,  # a direct-action prompt: r1gui penalises reasoning there
+        "think_tag": [renderer.style.think_tag if renderer is not None else "think"] * n,
     }
 
 
@@ -105,10 +107,10 @@ class Group:
 class Rollouts:
     """Prompt → scored ``Group`` with the policy (transformers ``generate``) or a vLLM engine."""
 
-    def __init__(self, s: Setup, cfg: TrainConfig, renderer: Renderer, engine: Any):
+    def __init__(self, s: Setup, cfg: TrainConfig, renderer: Renderer, engine: Any, judge: Any = None):
         from training.rewards import PRESETS, accuracy_reward, format_reward
 
-        self.s, self.cfg, self.renderer, self.engine = s, cfg, renderer, engine
+        self.s, self.cfg, self.renderer, self.engine, self.judge = s, cfg, renderer, engine, judge
         self.reward_fn = PRESETS[cfg.grpo.reward]
         self.accuracy, self.format = accuracy_reward, format_reward
 
@@ -126,7 +128,11 @@ class Rollouts:
                 ro = generate(s.core, s.tokenizer, self.renderer, r, g.num_generations, g.max_new_tokens,
                               g.temperature, g.top_p, s.device)
             s.model.train()
-        cols = reward_columns(r, g.num_generations)
+        cols = reward_columns(r, g.num_generations, self.renderer)
+        if self.judge is not None:
+            from training.rewards import predicted_action
+
+            cols["progress"] = [self.judge.score(sample, predicted_action(t, r.frame)) for t in ro.texts]
         rewards = torch.tensor([math.nan if v is None else v for v in self.reward_fn(None, ro.texts, **cols)],
                                dtype=torch.float32)
         rewards = torch.nan_to_num(rewards, nan=0.0)
@@ -171,7 +177,12 @@ def train_grpo(cfg: TrainConfig, data: Path, model_path: Path, out: Path, resume
             gpu_memory_utilization=g.vllm_gpu_memory_utilization, max_model_len=cfg.data.max_length + g.max_new_tokens)
         if s.state["step"] > 0:
             engine.sync_weights(s.core)  # resumed: the engine started from --model, the policy from a checkpoint
-    roll = Rollouts(s, cfg, renderer, engine)
+    judge = None
+    if g.reward == "computerrl":
+        from training.progress import GraphDistanceJudge
+
+        judge = GraphDistanceJudge.load(str(g.progress_graph), str(g.progress_trajectories))
+    roll = Rollouts(s, cfg, renderer, engine, judge)
     micro = cfg.optim.batch_size * cfg.optim.grad_accum
     epoch_steps = max(1, math.ceil(len(by_task) / (micro * s.dist.world)))
     reestimate = g.reestimate_every or epoch_steps
