@@ -255,3 +255,17 @@ def test_platform_survives_an_export_import_round_trip(tmp_path: Path, fmt: str,
     guessed = tmp_path / "guessed"
     run_import(importer, [bare], guessed)
     assert Counter(t.platform for t in imported(guessed, importer).values()) == platforms
+
+
+def test_the_exact_action_beside_a_guilibra_target_never_overrides_what_the_target_says() -> None:
+    from pipelines.importers.conversation import _exact
+    from schemas import Action
+
+    swipe = Action(type="swipe", x=100, y=900, x2=100, y2=200, image_width=540, image_height=1200)
+    parsed = Action(type="swipe", x=100, y=900, direction="up", image_width=540, image_height=1200)
+    assert _exact(swipe.model_dump(mode="json"), parsed) == swipe  # the end point GUI-Libra cannot carry
+    edited = Action(type="swipe", x=400, y=300, direction="up", image_width=540, image_height=1200)
+    assert _exact(swipe.model_dump(mode="json"), edited) == edited  # someone moved the point: the target wins
+    click = Action(type="click", x=100, y=900, image_width=540, image_height=1200)
+    assert _exact(swipe.model_dump(mode="json"), click) == click
+    assert _exact({"type": "teleport"}, click) == click

@@ -138,6 +138,25 @@ def _guilibra_action(sample: dict[str, Any], text: str, w: int, h: int, default:
     return action, str(answer.get("action_description") or ""), reasoning
 
 
+def _exact(sidecar: Any, parsed: Action) -> Action:
+    """The exact action a trajforge export wrote beside the target, when it agrees with what the target says
+    (same type, start point within one 0–1000 step); the conversation stays authoritative otherwise."""
+    if not isinstance(sidecar, dict):
+        return parsed
+    try:
+        exact = Action.model_validate(sidecar)
+    except ValidationError:
+        return parsed
+    if exact.full_type != parsed.full_type or (exact.point_norm is None) != (parsed.point_norm is None):
+        return parsed
+    if exact.point_norm and parsed.point_norm:
+        same_image = (exact.image_width, exact.image_height) == (parsed.image_width, parsed.image_height)
+        moved = max(abs(a - b) for a, b in zip(exact.point_norm, parsed.point_norm, strict=True))
+        if not same_image or moved > 1:
+            return parsed
+    return exact
+
+
 def _aguvis_action(sample: dict[str, Any], gpt: list[dict[str, Any]], w: int, h: int, default: str,
                    platform: str, where: str):
     code_turns = [t for t in gpt if t.get("recipient") == "os"] or gpt[-1:]
@@ -210,11 +229,14 @@ class ConversationImporter(Importer):
             answer_turn = next(t for t in reversed(gpt) if "<answer>" in t["text"])
             action, instruction, reasoning = _guilibra_action(sample, answer_turn["text"], img.width, img.height,
                                                               default, where)
+            action = _exact(sample.get("trajforge_action"), action)
         elif self.name == "guilibra":
             raise Bad(BAD_VALUE, f"{where}: the gpt turn has no <answer>…</answer> block")
         else:
             action, instruction, reasoning, mobile_code = _aguvis_action(sample, gpt, img.width, img.height,
                                                                          default, platform, where)
+        if instruction == action.describe():
+            instruction = ""  # an exporter's stand-in for a step that had no words (Action.describe()), not words
         m = STEP_ID.match(str(sample.get("id") or ""))
         index = int(m.group("step")) if m else history_length(human)
         return ParsedStep(sid, location, task_of(human), index, img, action, instruction, reasoning, platform,

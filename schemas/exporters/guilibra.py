@@ -348,6 +348,9 @@ def sft_conversation(s: Sample, image: str, frame: Frame, style: Style, direct: 
         "image_height": s.image_height,
         "platform": s.platform,
         "app_id": s.app_id,
+        # The exact action beside GUI-Libra's rendering of it (loaders ignore extra keys): what the target cannot
+        # say — a swipe's end point, pixel precision, the target box — survives a re-import.
+        "trajforge_action": s.action.model_dump(mode="json"),
     }
     if frame.convention is CoordConvention.QWEN25:
         sample["resized_width"], sample["resized_height"] = frame.resized
