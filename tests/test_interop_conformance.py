@@ -158,6 +158,7 @@ def test_guilibra_sft_targets_are_format_valid_and_accurate(sources, source, fam
         assert f"<{tag}>Your step-by-step" in human or sample["id"].endswith(":direct")
 
 
+@pytest.mark.slow  # importing TRL (and torch, through training.rewards) takes ~10 s
 @pytest.mark.parametrize("family", FAMILIES)
 def test_trl_dataset_loads_and_its_reward_columns_score_one(sources, family, tmp_path) -> None:
     from trl.data_utils import is_conversational, prepare_multimodal_messages
@@ -250,3 +251,27 @@ def test_mistake_stays_in_history_but_is_never_a_target(sources, tmp_path) -> No
     assert "Open the context menu" in after["conversations"][1]["value"]
     plain = rows_for("jsonl", src, tmp_path / "plain")
     assert [r.get("train_target", True) for r in plain].count(False) == 1
+
+
+@pytest.mark.e2e
+def test_cli_exports_a_real_curated_version_in_every_format(tmp_path) -> None:
+    """The shards ``trajforge curate`` publishes export in every format with nothing rejected."""
+    from typer.testing import CliRunner
+
+    from pipelines.cli import app
+    from pipelines.curation.config import CurateConfig
+    from pipelines.curation.pipeline import curate
+
+    src, _ = write_trajectories(tmp_path / "trajs")
+    dataset = tmp_path / "dataset"
+    curate(CurateConfig(inputs=[src / "trajectories" / "part-00000.parquet"], out=dataset, blobs=str(src / "blobs"),
+                        instruction_dedupe="off"))
+    rows = pd.read_parquet(next(dataset.glob("v0001/data")))
+    assert len(rows) > 0
+    for fmt in ("guilibra-sft", "guilibra-rl", "aguvis", "trl", "verl", "jsonl"):
+        result = CliRunner().invoke(app, ["export", fmt, "--in", str(dataset), "--out", str(tmp_path / fmt),
+                                          "--family", "qwen3-vl", "--json"])
+        assert result.exit_code == 0, result.output
+        summary = json.loads(result.output[result.output.index("{"):])
+        assert summary["rejected"] == {} and summary["units"] == len(rows), (fmt, summary)
+        assert summary["samples"] > 0

@@ -30,13 +30,16 @@ def register(app: typer.Typer) -> None:
     def import_(
         fmt: str = typer.Argument(..., metavar="FORMAT", help=f"One of: {', '.join(IMPORTERS)}."),
         paths: list[Path] = typer.Argument(..., exists=True, dir_okay=False,
-                                           help="Source files (.jsonl, .json or .parquet), read as streams."),
+                                           help="Source files (.jsonl, .json, .parquet; AITW / AndroidControl "
+                                           "TFRecord shards, GZIP or not, extension-less names included), read "
+                                           "as streams; episodes split across files are rejoined."),
         out: Path = typer.Option(..., "--out", help="Output folder: trajectories/, rejects/, blobs/, summary."),
         images: list[Path] = typer.Option([], "--images", help="Extra folders where relative image paths "
                                           "resolve (the source file's folder and its images/ always do)."),
         coords: str | None = typer.Option(None, "--coords", help="Coordinate convention of rows that do not "
                                           "declare one (jsonl: pixels|unit|norm1000, default pixels; guilibra: "
-                                          "norm1000|qwen25; aguvis: unit)."),
+                                          "norm1000 = Qwen2-VL / Qwen3-VL 0-1000 | qwen25 = Qwen2.5-VL pixels on "
+                                          "the resized image; aguvis: unit)."),
         platform: str | None = typer.Option(None, "--platform", help="Platform for formats that do not say "
                                             "(jsonl, guilibra, aguvis): web|android|ios|desktop."),
         shard_size: int = typer.Option(500, "--shard-size", min=1, help="Trajectories per Parquet shard."),
