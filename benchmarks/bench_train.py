@@ -1,49 +1,66 @@
-"""Training benchmarks on CPU with the tiny Qwen2-VL: input pipeline throughput vs a plain HF loop, step times.
+"""Training benchmarks on CPU with the tiny Qwen2-VL, each against an independent baseline or oracle.
 
-Prints ``BENCH input_samples_per_s``, ``BENCH hf_samples_per_s``, ``BENCH sft_step_s``, ``BENCH grpo_step_s``,
-``BENCH grpo_mu2_step_s`` (GRPO with ``updates_per_rollout: 2``) and, last, ``BENCH input_vs_hf=<ratio>``
-(goal ≥ 1). Usage: ``python benchmarks/bench_train.py [--traj N]``.
+Prints, in order:
+
+- ``BENCH input_samples_per_s`` / ``hf_samples_per_s`` / ``input_vs_hf``: trajforge's streaming input pipeline vs
+  a plain loop (read records, decode, HF image processor, tokenize, weight) on the same shards (goal ≥ 1).
+- ``BENCH guilibra_weight_mismatch``: target tokens of the demo shards whose ASFT weight differs from GUI-Libra's
+  own algorithm (``tests/guilibra_asft.py``, a transcription of its ``preprocess_qwen2vl``), computed on the demo
+  samples rendered in GUI-Libra's layout (``data.target_layout: guilibra``, where that algorithm's token patterns
+  are defined to match), goal 0; ``guilibra_pattern_misses`` counts demo targets in trajforge's compact layout
+  on which GUI-Libra's literal token patterns would find no answer span (BPE merges ``><`` / ``]}</``), i.e.
+  where its code would silently drop the weighting that trajforge's character rule keeps.
+- ``BENCH bf16_update_fraction``: the fraction of parameter elements that changed after 3 AdamW steps at
+  lr 1e-6 from a bf16 checkpoint through ``trajforge train sft`` (fp32 master weights; goal ≥ 0.9), beside
+  ``bf16_update_fraction_pure_bf16``: the same 3 steps on bf16 parameters (what the loop did before).
+- ``BENCH reward_agreement_r1gui``: fraction of the r1gui edge cases (``tests/r1gui_cases.py``) on which
+  ``training.rewards`` equals the transcription of GUI-Libra's reward (``tests/anchors.py``), goal 1.0.
+- ``BENCH grpo_demo_steps_ok``: GRPO steps completed of 20 on the demo shards from the untrained tiny model (goal
+  20), with ``grpo_step_s``.
+- ``BENCH flywheel_yield``: verified successes / rollouts of ``trajforge flywheel`` with the rule policy on the
+  demo app, when ``--flywheel`` is given (it crawls and replays on Chromium: minutes).
+
+Usage: ``python benchmarks/bench_train.py [--demo DIR] [--traj N] [--flywheel]``. ``--demo`` is a curated
+dataset from ``trajforge demo`` (default ``demo-output/dataset/current``; run ``make demo`` first).
 """
 
 from __future__ import annotations
 
 import argparse
 import io
+import json
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT))
 
-from PIL import Image
-from tiny_model import write_dataset
+import torch  # noqa: E402
+from PIL import Image  # noqa: E402
 
-from schemas.exporters.coords import Frame
-from schemas.exporters.guilibra import format_target
-from schemas.recordio import iter_records
-from training.config import TrainConfig
-from training.data import DataConfig, Renderer, SFTStream, ShardStream, chat_prompt, shard_files
-from training.loop import train_grpo, train_sft
-from training.models import load_model_and_processor
-from training.tiny import make_tiny_model
-from training.weights import asft_token_weights
+from schemas.exporters.coords import Frame  # noqa: E402
+from schemas.exporters.guilibra import format_target  # noqa: E402
+from schemas.recordio import iter_records  # noqa: E402
+from training.config import TrainConfig  # noqa: E402
+from training.data import DataConfig, Renderer, SFTStream, ShardStream, chat_prompt, shard_files  # noqa: E402
+from training.models import load_model_and_processor, save_model  # noqa: E402
+from training.tiny import make_tiny_model  # noqa: E402
+from training.weights import asft_token_weights  # noqa: E402
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--traj", type=int, default=24)
-    args = ap.parse_args()
-    tmp = Path(tempfile.mkdtemp(prefix="bench-train-"))
-    model_dir = make_tiny_model(tmp / "tiny", max_pixels=28 * 28 * 256)
-    data, _ = write_dataset(tmp / "ds", n_traj=args.traj, steps=3, files=2)
+def input_pipeline(tmp: Path, traj: int) -> tuple[float, float]:
+    from tiny_model import write_dataset
+
+    model_dir = make_tiny_model(tmp / "tiny-input", max_pixels=28 * 28 * 256)
+    data, _ = write_dataset(tmp / "ds", n_traj=traj, steps=3, files=2)
     _, tok, ip = load_model_and_processor(model_dir)
-    cfg = DataConfig(mix="direct", max_pixels=28 * 28 * 256, min_pixels=28 * 28 * 4)
-
+    cfg = DataConfig(mix="direct", max_pixels=28 * 28 * 256, min_pixels=28 * 28 * 4, shuffle_buffer=0)
     t = time.perf_counter()
     count = sum(1 for _ in SFTStream(ShardStream(shard_files(data)), Renderer(tok, ip, "qwen2_vl", cfg)))
     ours = count / (time.perf_counter() - t)
-
     # The plain way: read records, decode, let the HF image processor resize + patchify, tokenize, weight.
     t = time.perf_counter()
     hf = 0
@@ -59,30 +76,146 @@ def main() -> None:
             enc = tok(prompt + target + "<|im_end|>", return_offsets_mapping=True, add_special_tokens=False)
             asft_token_weights(target, [(a - len(prompt), b - len(prompt)) for a, b in enc["offset_mapping"]])
             hf += 1
-    base = hf / (time.perf_counter() - t)
+    return ours, hf / (time.perf_counter() - t)
 
-    tc = TrainConfig()
-    tc.run.max_steps, tc.run.save_every, tc.run.progress = 6, 1000, False
-    tc.optim.batch_size, tc.data = 4, cfg
-    t = time.perf_counter()
-    train_sft(tc, data, model_dir, tmp / "sft", resume=False)
-    sft_step = (time.perf_counter() - t) / 6
-    tc.run.max_steps, tc.optim.batch_size = 2, 1
-    tc.grpo.num_generations, tc.grpo.max_new_tokens = 4, 32
-    t = time.perf_counter()
-    train_grpo(tc, data, model_dir, tmp / "grpo", resume=False)
-    grpo_step = (time.perf_counter() - t) / 2
-    tc.grpo.updates_per_rollout = 2  # μ = 2: the same rollouts, one more forward/backward/optimizer update
-    t = time.perf_counter()
-    train_grpo(tc, data, model_dir, tmp / "grpo-mu2", resume=False)
-    grpo_mu2_step = (time.perf_counter() - t) / 2
 
+def weight_mismatch(demo: Path, model_dir: Path) -> tuple[int, int, int, int]:
+    """(mismatched tokens, target tokens) in GUI-Libra's layout; (pattern misses, targets) in the compact one."""
+    from guilibra_asft import guilibra_reference
+
+    _, tok, ip = load_model_and_processor(model_dir)
+    end = tok.eos_token or "<|im_end|>"
+    mismatched = total = misses = targets = 0
+    for layout in ("guilibra", "compact"):
+        renderer = Renderer(tok, ip, "qwen2_vl", DataConfig(mix="both", target_layout=layout))
+        for s in ShardStream(shard_files(demo)):
+            if not hasattr(s, "action"):
+                continue
+            for r in renderer.render(s):
+                text = r.target + end
+                enc = tok(text, return_offsets_mapping=True, add_special_tokens=False)
+                ours = asft_token_weights(text, enc["offset_mapping"])
+                ref = guilibra_reference(tok, enc["input_ids"])
+                if layout == "guilibra":
+                    mismatched += sum(a != b for a, b in zip(ours, ref, strict=True))
+                    total += len(ours)
+                else:
+                    targets += 1
+                    misses += 2.0 not in ref  # GUI-Libra's code found no <answer …</answer span here
+    return mismatched, total, misses, targets
+
+
+def bf16_update_fraction(tmp: Path, demo: Path) -> tuple[float, float]:
+    from training.loop import train_sft
+
+    fp32 = make_tiny_model(tmp / "tiny-fp32")
+    model, tok, ip = load_model_and_processor(fp32)
+    bf16_dir = save_model(model, tok, ip, tmp / "tiny-bf16", torch.bfloat16)
+    start = {k: v.detach().float().clone() for k, v in load_model_and_processor(bf16_dir)[0].named_parameters()}
+    cfg = TrainConfig()
+    cfg.optim.lr, cfg.optim.schedule, cfg.optim.batch_size = 1e-6, "constant", 4
+    cfg.run.max_steps, cfg.run.save_every, cfg.run.progress, cfg.run.tensorboard = 3, 3, False, False
+    cfg.data = DataConfig(mix="direct")
+    out = tmp / "bf16-sft"
+    train_sft(cfg, demo, bf16_dir, out, resume=False)
+    trained = dict(load_model_and_processor(out / "checkpoints" / "step-00000003")[0].named_parameters())
+    changed = sum(int((trained[k].float() != v).sum()) for k, v in start.items())
+    n = sum(v.numel() for v in start.values())
+    # The same three steps with the parameters left in bf16 (no master weights), same batches.
+    m, tok, ip = load_model_and_processor(bf16_dir)  # transformers keeps the checkpoint's bf16
+    from functools import partial
+
+    from training.data import collate
+    from training.loop import model_inputs
+    from training.weights import asft_loss
+
+    renderer = Renderer(tok, ip, m.config.model_type, cfg.data)
+    items = [x for x in SFTStream(ShardStream(shard_files(demo), shuffle_buffer=0), renderer)
+             if hasattr(x, "input_ids")]
+    opt = torch.optim.AdamW(m.parameters(), lr=1e-6, weight_decay=0.0)
+    batch = partial(collate, pad_id=tok.pad_token_id, image_token_id=m.config.image_token_id)
+    for i in range(3):
+        t = batch(items[4 * i: 4 * i + 4]).tensors
+        t["pixel_values"] = t["pixel_values"].to(torch.bfloat16)
+        logits = m(**model_inputs(t, torch.device("cpu"))).logits
+        asft_loss(logits, t["labels"], t["weights"]).backward()
+        opt.step()
+        opt.zero_grad()
+    pure = sum(int((p.detach().float() != start[k]).sum()) for k, p in m.named_parameters())
+    return changed / n, pure / n
+
+
+def reward_agreement() -> tuple[int, int]:
+    from r1gui_cases import CASES
+    from test_rewards import agreement
+
+    same = 0
+    for case in CASES:
+        ours, theirs = agreement(case)
+        same += all(abs(ours[k] - theirs[k]) < 1e-9 for k in ("overall", "format", "accuracy"))
+    return same, len(CASES)
+
+
+def grpo_demo(tmp: Path, demo: Path, model_dir: Path, steps: int = 20) -> tuple[int, float, str]:
+    from training.grpo import train_grpo
+    from training.metrics import read_metrics
+
+    cfg = TrainConfig()
+    cfg.run.max_steps, cfg.run.save_every, cfg.run.progress, cfg.run.tensorboard = steps, 5, False, False
+    cfg.grpo.num_generations, cfg.grpo.max_new_tokens = 8, 96
+    out = tmp / "grpo-demo"
+    error = ""
+    t = time.perf_counter()
+    try:
+        train_grpo(cfg, demo, model_dir, out, resume=False)
+    except Exception as exc:  # the point of the benchmark: how far it gets
+        error = f"{type(exc).__name__}: {exc}"
+    ms = read_metrics(out)
+    return len(ms), (time.perf_counter() - t) / max(1, len(ms)), error
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--demo", type=Path, default=ROOT / "demo-output" / "dataset" / "current")
+    ap.add_argument("--traj", type=int, default=24)
+    ap.add_argument("--flywheel", action="store_true", help="also run the flywheel on the demo app (minutes)")
+    args = ap.parse_args()
+    if not args.demo.exists():
+        sys.exit(f"{args.demo}: no demo dataset; run `make demo` (or trajforge demo --out DIR) and pass --demo")
+    tmp = Path(tempfile.mkdtemp(prefix="bench-train-"))
+    model_dir = make_tiny_model(tmp / "tiny")
+
+    ours, base = input_pipeline(tmp, args.traj)
     print(f"BENCH input_samples_per_s={ours:.1f}")
     print(f"BENCH hf_samples_per_s={base:.1f}")
-    print(f"BENCH sft_step_s={sft_step:.3f}")
-    print(f"BENCH grpo_step_s={grpo_step:.3f}")
-    print(f"BENCH grpo_mu2_step_s={grpo_mu2_step:.3f}")
     print(f"BENCH input_vs_hf={ours / base:.2f}")
+
+    mismatched, total, misses, targets = weight_mismatch(args.demo, model_dir)
+    print(f"BENCH guilibra_weight_tokens={total}")
+    print(f"BENCH guilibra_pattern_misses={misses}")
+    print(f"BENCH guilibra_pattern_targets={targets}")
+    print(f"BENCH guilibra_weight_mismatch={mismatched}")
+
+    frac, pure = bf16_update_fraction(tmp, args.demo)
+    print(f"BENCH bf16_update_fraction_pure_bf16={pure:.3f}")
+    print(f"BENCH bf16_update_fraction={frac:.3f}")
+
+    same, n = reward_agreement()
+    print(f"BENCH reward_agreement_cases={n}")
+    print(f"BENCH reward_agreement_r1gui={same / n:.3f}")
+
+    done, step_s, error = grpo_demo(tmp, args.demo, model_dir)
+    if error:
+        print(f"grpo stopped: {error}")
+    print(f"BENCH grpo_step_s={step_s:.2f}")
+    print(f"BENCH grpo_demo_steps_ok={done}")
+
+    if args.flywheel:
+        from pipelines.flywheel.bench import flywheel_yield
+
+        result = flywheel_yield(tmp / "flywheel")
+        print(json.dumps(result["summary"], default=str))
+        print(f"BENCH flywheel_yield={result['yield']:.3f}")
 
 
 if __name__ == "__main__":

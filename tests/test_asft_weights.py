@@ -1,10 +1,9 @@
 """ASFT token weights and loss: GUI-Libra's rule, checked against a transcription of its token-pattern algorithm.
 
-``guilibra_reference`` re-implements GUI-Libra's ``preprocess_qwen2vl`` weighting (SFT/src/aguvis/dataset.py) on
-token ids, as that code does it: patterns ``tok("<answer>")[:-1]``, ``tok("</answer>")[:-1]`` and
-``tok('"point_2d":')[1:]``, the first match of each, ×a on [after the opening, start of the closing), ×2a from
-after the point key to the end. It is applied to text in GUI-Libra's own layout (newlines around the tags), where
-its patterns tokenize cleanly, and trajforge's character-offset rule must give the same weight to every token.
+``guilibra_reference`` (tests/guilibra_asft.py) re-implements GUI-Libra's ``preprocess_qwen2vl`` weighting
+(SFT/src/aguvis/dataset.py) on token ids, as that code does it. It is applied to text in GUI-Libra's own layout
+(newlines around the tags), where its patterns tokenize cleanly, and trajforge's character-offset rule must give
+the same weight to every token.
 """
 
 from __future__ import annotations
@@ -14,36 +13,12 @@ import math
 
 import pytest
 import torch
+from guilibra_asft import guilibra_reference
 
 from training.tiny import build_tokenizer
 from training.weights import asft_loss, asft_token_weights, weight_spans
 
 TARGET = '<think>tap save</think><answer>{"action_type": "Click", "point_2d": [12, 34]}</answer>'
-
-
-def guilibra_reference(tok, ids: list[int], a: float = 2.0) -> list[float]:
-    def pattern(text: str) -> list[int]:
-        return tok(text, add_special_tokens=False).input_ids
-
-    start_pat, end_pat = pattern("<answer>")[:-1], pattern("</answer>")[:-1]
-    ground_pat = pattern('"point_2d":')[1:]
-
-    def find_all(seq: list[int], pat: list[int], start: int = 0) -> list[int]:
-        if not pat or len(seq) < len(pat):
-            return []
-        return [i for i in range(start, len(seq) - len(pat) + 1) if seq[i : i + len(pat)] == pat]
-
-    w = [1.0] * len(ids)
-    starts = find_all(ids, start_pat)
-    ends = find_all(ids, end_pat, starts[0] if starts else 0)
-    grounds = find_all(ids, ground_pat)
-    if starts and ends:
-        for i in range(starts[0] + len(start_pat), ends[0]):
-            w[i] *= a
-    if grounds:
-        for i in range(grounds[0] + len(ground_pat), len(ids)):
-            w[i] *= a * 2
-    return w
 
 
 def _guilibra_layout(answer: dict, reasoning: str | None) -> str:
