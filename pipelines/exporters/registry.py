@@ -65,7 +65,8 @@ FORMATS: dict[str, Format] = {f.name: f for f in (
            "--family qwen2.5-vl: resized pixels + <think>, qwen3-vl: 0-1000 + <thinking>)",
            lambda: guilibra.sft, "json", embed=False),
     Format("guilibra-rl", "GUI-Libra / EasyR1 RL rows for data.prompt_key=context (Parquet: context, images, "
-           "system_prompt, answer = r1gui ground truth; any family)", lambda: guilibra.rl, "parquet", embed=True,
+           "system_prompt, answer = r1gui ground truth; the same rows serve r1gui.py for Qwen2.5-VL and "
+           "r1gui_qwen3vl.py for Qwen3-VL)", lambda: guilibra.rl, "parquet", embed=True,
            columns=_guilibra_rl_columns),
     Format("aguvis", "AGUVIS conversations in AGUVIS's action space (pyautogui / mobile.* code, 0-1; JSON array "
            "+ images/)", lambda: aguvis.conversation, "json", embed=False),
