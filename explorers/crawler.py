@@ -19,12 +19,13 @@ from urllib.parse import urlsplit
 
 from selenium.common.exceptions import WebDriverException
 
-from explorers.abstraction import ExactComparator, Features, StateTable, exact_hash, features
+from explorers.abstraction import ExactComparator, StateTable, exact_hash, features
 from explorers.candidates import Candidate, candidates
 from explorers.config import AppConfig, CrawlConfig
 from explorers.device import Device, SessionLost
 from explorers.forms import FormFiller
 from explorers.graph import Graph
+from explorers.graph_log import remember, replay_log
 from explorers.policy import Policy, make_policy
 from explorers.profiles import Profile
 from explorers.safety import DEFAULT_DENY_IDS, DEFAULT_DENY_LABELS, DEFAULT_DENY_URLS, AuditLog, SafetyGuard
@@ -52,6 +53,16 @@ class CrawlStats:
     stopped: str = ""
     seconds: float = 0.0
     errors: int = 0  # actions skipped because performing them or reading their screen raised
+
+
+def offer_hints(c: Candidate) -> dict[str, str]:
+    """What an offered action says about where it leads (its label, a link's target, the form it submits), kept in
+    the log so shortcut probing can match untried actions against known screens without a device."""
+    w = c.widget
+    if w is None:
+        return {}
+    hints = {"label": w.label[:80], "href": w.href, "form": w.form_action if w.form_action else ""}
+    return {k: v for k, v in hints.items() if v}
 
 
 def guard_for(app: AppConfig) -> SafetyGuard:
@@ -102,39 +113,11 @@ class Crawler:
     # --- resume --------------------------------------------------------------------------------
     def _replay(self) -> None:
         """Rebuild the state table and graph from this worker's committed log."""
-        for rec in self.log.records:
-            self.table.mask.update(rec.get("mask", []))
-            for o in rec.get("observations", []):
-                f = Features(**o["features"])
-                self.table.restore(o["state"], f)
-                self._remember(o["state"], o["observation"], o.get("title", ""), o.get("offers", []))
-                if o.get("scripted"):
-                    self.graph.abandoned.add(o["state"])
-            for a, b in rec.get("merges", []):
-                self.table.aliases[a] = b
-                self.graph.merge(a, b)
-            t = rec.get("transition")
-            if t:
-                self.graph.record(t["from_state"], rec["action_key"], t["to_state"], rec.get("memory_effective", True))
-                self.stats.steps += 1
-            failed = rec.get("failed")
-            if failed:
-                self.graph.fail(failed["state"], failed["key"])
-                self.stats.errors += 1
-            if rec.get("restart"):
-                self.stats.restarts += 1
-        self.stats.restarts = max(0, self.stats.restarts - 1)  # the first start of a run is not a restart
+        done = replay_log(self.log.records, self.table, self.graph)
+        self.stats.steps, self.stats.restarts, self.stats.errors = done.steps, done.restarts, done.errors
 
     def _remember(self, sid: str, obs: dict[str, Any], title: str, offers: list[list[Any]]) -> None:
-        info = self.graph.state(sid)
-        info.visits += 1
-        if not info.observation_id:
-            info.observation_id, info.location, info.title = obs["id"], obs["location"], title
-            info.screenshot_sha256 = obs["screenshot_sha256"]
-            info.structural_hash, info.exact_hash = obs["structural_hash"], obs["exact_hash"]
-            info.first_step = self.stats.steps
-        for key, group, target, action in offers:
-            self.graph.offer(sid, key, group, target, Action.model_validate(action))
+        remember(self.graph, sid, obs, title, offers, self.stats.steps)
 
     # --- observing -----------------------------------------------------------------------------
     def _observe(self, screen: Screen, scripted: bool = False, index: int = 0) -> dict[str, Any]:
@@ -175,8 +158,8 @@ class Crawler:
             self.audit.write(worker=self.worker, state=sid, decision="skipped-elements", url=screen.location,
                              reason=f"{len(problems)} element(s) could not be read and were left out",
                              errors=problems[:10])
-        offers = [[c.key, c.group, c.target_key, c.action.model_dump(mode="json", exclude_none=True)]
-                  for c in allowed]
+        offers = [[c.key, c.group, c.target_key, c.action.model_dump(mode="json", exclude_none=True),
+                   offer_hints(c)] for c in allowed]
         obs_json = obs.model_dump(mode="json")
         self._remember(sid, obs_json, screen.title, offers)
         self._where = (screen.location, sid)
@@ -211,8 +194,7 @@ class Crawler:
             device.clear_data(self.app.entry)  # reaches the entry's origin itself when it has to
         device.open(self.app.entry)
         device.settle()
-        values = {"locale": self.profile.locale, "color_scheme": self.profile.color_scheme,
-                  "profile": self.profile.key}
+        values = self._values()
         parts = []
         login = self.app.login
         if login:
@@ -259,6 +241,25 @@ class Crawler:
         shown = live if live and not live.startswith("(") else url or "(no screen yet)"
         last = f", last screen read {url}" if url and shown != url else ""
         return f"at {shown} (state {sid or '-'}{last}, step {self.stats.steps}{acting})"
+
+    def _open(self, device: Device, url: str, reason: str, state: str) -> dict[str, Any]:
+        """Open a known screen's URL directly (web): one navigation instead of a restart and a walk. Logged like
+        a restart's landing (no transition: the graph holds actions only); a login form on arrival means the
+        session is gone, and a full restart logs in again."""
+        self.audit.write(worker=self.worker, step=self.stats.steps, state=state, decision="open", url=url,
+                         reason=reason)
+        device.open(url)
+        device.settle()
+        login = self.app.login
+        if login and presence(device, login.when_present.format_map(self._values())) == "visible":
+            return self._restart(device, "opening a URL showed the login form", state)
+        landing = self._observe(device.capture())
+        self._commit([landing], opened=url, reason=reason)
+        return landing
+
+    def _values(self) -> dict[str, str]:
+        return {"locale": self.profile.locale, "color_scheme": self.profile.color_scheme,
+                "profile": self.profile.key}
 
     def _emit(self, status: str) -> None:
         self.stats.states = len(self.graph.states)
@@ -356,6 +357,8 @@ class Crawler:
         decision = self.policy.choose(self.graph, cur["sid"], cur["allowed"])
         if decision.kind == "stop":
             raise _Stop(f"done: {decision.reason}")
+        if decision.kind == "open" and decision.url:
+            return self._open(device, decision.url, decision.reason, cur["sid"])
         if decision.kind == "restart":
             if self.stats.restarts >= budget.max_restarts:
                 raise _Stop(f"restart budget ({budget.max_restarts}) spent; last: {decision.reason}")

@@ -10,11 +10,23 @@ from __future__ import annotations
 from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from schemas import Action
 
 GROUP_LIMIT = 2  # rows of one list tried per state
 INEFFECTIVE_LIMIT = 2  # an element that did nothing this many times is not tried on new screens
+
+
+def screen_heading(elements: list[dict[str, Any]]) -> str:
+    """The top-most heading of a logged observation's elements (the screen's name to a person)."""
+    best: tuple[float, str] | None = None
+    for e in elements:
+        if e.get("role") == "heading" and e.get("text"):
+            y = float((e.get("bbox") or {}).get("y1", 0.0))
+            if best is None or y < best[0]:
+                best = (y, str(e["text"]))
+    return best[1] if best else ""
 
 
 @dataclass
@@ -27,10 +39,12 @@ class StateInfo:
     structural_hash: str = ""
     exact_hash: str = ""
     first_step: int = 0
+    heading: str = ""  # the screen's top heading, what a person would call it ("Settings", "History of …")
     visits: int = 0
     offered: dict[str, str] = field(default_factory=dict)  # action key -> group
     targets: dict[str, str] = field(default_factory=dict)  # action key -> element identity
     actions: dict[str, Action] = field(default_factory=dict)
+    hints: dict[str, dict[str, str]] = field(default_factory=dict)  # action key -> label / href / form it names
 
 
 @dataclass
@@ -53,11 +67,14 @@ class Graph:
             self.states[sid] = StateInfo(sid)
         return self.states[sid]
 
-    def offer(self, sid: str, key: str, group: str, target: str, action: Action) -> None:
+    def offer(self, sid: str, key: str, group: str, target: str, action: Action,
+              hints: dict[str, str] | None = None) -> None:
         info = self.state(sid)
         info.offered.setdefault(key, group)
         info.targets.setdefault(key, target)
         info.actions.setdefault(key, action)
+        if hints:
+            info.hints.setdefault(key, hints)
 
     def record(self, src: str, key: str, dst: str, effective: bool) -> None:
         src, dst = self.canonical(src), self.canonical(dst)
@@ -89,6 +106,8 @@ class Graph:
             s.targets.setdefault(k, t)
         for k, act in a.actions.items():
             s.actions.setdefault(k, act)
+        for k, h in a.hints.items():
+            s.hints.setdefault(k, h)
         self.tried.setdefault(survivor, set()).update(self.tried.pop(absorbed, set()))
         self.group_tries.setdefault(survivor, Counter()).update(self.group_tries.pop(absorbed, Counter()))
         self.failed |= {(survivor, k) for s_, k in self.failed if s_ == absorbed}

@@ -60,9 +60,10 @@ SUBMIT_TYPES = ("submit", "image", "")
 
 @dataclass
 class Decision:
-    kind: str  # act | restart | stop
+    kind: str  # act | restart | open (a known URL, web) | stop
     reason: str
     candidate: Candidate | None = None
+    url: str = ""
 
 
 class Policy(Protocol):

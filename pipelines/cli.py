@@ -29,6 +29,7 @@ COMMAND_MODULES = [
     "pipelines.commands.review",
     "pipelines.commands.crawl",
     "pipelines.commands.graph",
+    "pipelines.commands.probe",
     "pipelines.commands.curate",
     "pipelines.commands.nightly",
 ]
