@@ -15,6 +15,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from explorers.reset import ResetConfig
+
 STEP_VERBS = ("open", "tap", "type", "select", "key", "wait_for")
 
 
@@ -86,6 +88,9 @@ class AppConfig(_Strict):
     # every episode starts where replay verification and a fresh user start. Off by default: it also forgets
     # what an episode set up (a language chosen in the app's settings), which costs steps to redo.
     fresh_start: bool = False
+    # Restore the app's server-side seed data before every crawl episode and every replayed task
+    # (``explorers.reset``): an HTTP request to the app or a command on the crawl host.
+    reset: ResetConfig | None = None
 
 
 class DeviceConfig(_Strict):

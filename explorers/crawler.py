@@ -28,6 +28,7 @@ from explorers.graph import Graph
 from explorers.graph_log import remember, replay_log
 from explorers.policy import Policy, make_policy
 from explorers.profiles import Profile
+from explorers.reset import run_reset
 from explorers.safety import DEFAULT_DENY_IDS, DEFAULT_DENY_LABELS, DEFAULT_DENY_URLS, AuditLog, SafetyGuard
 from explorers.screen import Screen, Widget
 from explorers.scripts import LoginError, ScriptError, presence, run_step, wait_until_shown
@@ -190,7 +191,9 @@ class Crawler:
         """Open the entry, log in if the login marker shows, run setup; returns the observed landing screen."""
         self.audit.write(worker=self.worker, step=self.stats.steps, decision="restart", reason=reason,
                          **({"state": state} if state else {}))
-        if self.app.fresh_start:
+        if self.app.reset is not None:
+            run_reset(self.app.reset)  # server-side seed data back, so this episode starts like a replay
+        if self.app.fresh_start or self.app.reset is not None:
             device.clear_data(self.app.entry)  # reaches the entry's origin itself when it has to
         device.open(self.app.entry)
         device.settle()

@@ -58,7 +58,7 @@ def job_config(demo_app_url: str, chromedriver_url: str, **extra: Any) -> dict[s
             "matrix": {"profiles": ["desktop"]},
             "budget": {"max_steps": STEPS, "max_seconds": 120},
         },
-        "synthesis": {"backend": "offline", "replay": True, "paths": {"max_paths": 50}},
+        "synthesis": {"backend": "offline", "replay": True, "plans": {"max_plans": 50}},
         "curation": {"runner": "direct", "rows_per_shard": 100, "instruction_dedupe": "minhash"},
         "drift": {"sample": 5},
         "retention": {"keep_versions": 5},

@@ -70,7 +70,7 @@ def job_config(wiki_url: str, chromedriver_url: str) -> dict[str, Any]:
             "matrix": {"profiles": ["desktop"]},
             "budget": {"max_steps": STEPS, "max_seconds": 120},
         },
-        "synthesis": {"backend": "offline", "replay": True, "paths": {"max_paths": 12, "walks": 0, "max_len": 3}},
+        "synthesis": {"backend": "offline", "replay": True, "plans": {"max_plans": 12, "max_steps": 4}},
         "curation": {"runner": "direct", "rows_per_shard": 100},
         "drift": {"sample": 1},
         "retention": {"keep_versions": 5},

@@ -1,11 +1,15 @@
 """A hand-built notes-app graph (the shape the crawler writes) and the tests of loading it from disk.
 
 Other synthesis tests import ``notes_graph`` / ``write_graph`` from here: the graph is small enough to
-hand-check every path, task and accepted-action set.
+hand-check every goal, plan, task and accepted-action set.
 
-States: login → (type user, type password, tap "Log in") → notes; notes → "New note" → form;
-form → (type title, tap "Save") → note; notes → "Settings" (header link) or "Preferences" (footer link,
-same target state: an accepted alternative) → settings; note → back → notes; settings → "All notes" → notes.
+The crawl starts logged in on "Your notes" (the entry), which lists two notes ("Groceries", "Trip to Kyoto",
+links sharing one resource id: a list) and has a "New note" button, a header "Settings" link and a footer
+"Preferences" link to the same screen (an accepted alternative), plus a footer "About" link the crawl never
+tried. notes → "New note" → form; form → (type title, tap "Save") → the created note; notes → "Groceries" → its
+page (with its own text); notes → Settings; settings → "About" → about (reached only through Settings: a detour
+whose shortcut on the notes screen is unprobed); settings → "All notes" → notes; note → back → notes. Later in
+the crawl the app logged out and the login form was filled (a commit never reachable by navigation).
 """
 
 from __future__ import annotations
@@ -24,35 +28,46 @@ from schemas.recordio import write_jsonl, write_parquet
 
 W, H = 400, 300
 T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+GROCERIES_TEXT = "Milk, eggs, bread and a bag of coffee beans"
 
-# state -> (location, heading, [(element id, role, text, box)])
-SCREENS: dict[str, tuple[str, str, list[tuple[str, str, str, tuple[int, int, int, int]]]]] = {
+# state -> (location, heading, [(element id, role, text, box, resource id)])
+SCREENS: dict[str, tuple[str, str, list[tuple[str, str, str, tuple[int, int, int, int], str]]]] = {
     "login": ("/login", "Sign in", [
-        ("user", "textbox", "Username", (20, 60, 380, 90)),
-        ("pass", "textbox", "Password", (20, 100, 380, 130)),
-        ("login-btn", "button", "Log in", (20, 150, 120, 180)),
+        ("user", "textbox", "Username", (20, 60, 380, 90), "login-user"),
+        ("pass", "textbox", "Password", (20, 100, 380, 130), "login-pass"),
+        ("login-btn", "button", "Log in", (20, 150, 120, 180), "login-submit"),
     ]),
     "notes": ("/notes", "Your notes", [
-        ("new", "button", "New note", (20, 60, 140, 90)),
-        ("settings-link", "link", "Settings", (300, 10, 380, 40)),
-        ("prefs-link", "link", "Preferences", (20, 260, 140, 290)),
-        ("note-1", "link", "Groceries", (20, 110, 380, 140)),
+        ("new", "button", "New note", (20, 60, 140, 90), "new-note"),
+        ("settings-link", "link", "Settings", (300, 10, 380, 40), "nav-settings"),
+        ("prefs-link", "link", "Preferences", (20, 260, 140, 290), "footer-prefs"),
+        ("about-foot", "link", "About", (260, 260, 380, 290), "footer-about"),
+        ("note-1", "link", "Groceries", (20, 110, 380, 140), "note-link"),
+        ("note-2", "link", "Trip to Kyoto", (20, 150, 380, 180), "note-link"),
     ]),
     "form": ("/notes/new", "New note", [
-        ("title", "textbox", "Title", (20, 60, 380, 90)),
-        ("save", "button", "Save", (20, 150, 120, 180)),
+        ("title", "textbox", "Title", (20, 60, 380, 90), "note-title"),
+        ("save", "button", "Save", (20, 150, 120, 180), "note-save"),
     ]),
-    "note": ("/notes/2", "Weekend plans", [("edit", "button", "Edit", (20, 60, 120, 90))]),
-    "settings": ("/settings", "Settings", [("theme", "combobox", "Theme", (20, 60, 380, 90)),
-                                           ("all-notes", "link", "All notes", (20, 260, 140, 290))]),
+    "note": ("/notes/3", "Weekend plans", [("edit", "button", "Edit", (20, 60, 120, 90), "note-edit")]),
+    "groceries": ("/notes/1", "Groceries", [
+        ("g-edit", "button", "Edit", (20, 60, 120, 90), "note-edit"),
+        ("g-body", "paragraph", GROCERIES_TEXT, (20, 100, 380, 130), ""),
+    ]),
+    "settings": ("/settings", "Settings", [
+        ("theme", "combobox", "Theme", (20, 60, 380, 90), "theme"),
+        ("about-link", "link", "About", (20, 200, 140, 230), "settings-about"),
+        ("all-notes", "link", "All notes", (20, 260, 140, 290), "nav-notes"),
+    ]),
+    "about": ("/about", "About this app", [("all-notes-a", "link", "All notes", (20, 260, 140, 290), "nav-notes")]),
 }
 
 
-def screenshot(heading: str, elements: list[tuple[str, str, str, tuple[int, int, int, int]]]) -> bytes:
+def screenshot(heading: str, elements: list[tuple[str, str, str, tuple[int, int, int, int], str]]) -> bytes:
     img = Image.new("RGB", (W, H), (250, 250, 250))
     d = ImageDraw.Draw(img)
     d.text((10, 15), heading, fill=(0, 0, 0))
-    for _, _, text, box in elements:
+    for _, _, text, box, _ in elements:
         d.rectangle(box, outline=(40, 40, 40), fill=(220, 230, 245))
         d.text((box[0] + 5, box[1] + 8), text, fill=(0, 0, 0))
     buf = io.BytesIO()
@@ -66,9 +81,9 @@ def make_observation(state: str, store: BlobStore | None, extra: list[Element] |
     png = screenshot(heading + variant, els)
     sha = store.put(png) if store is not None else __import__("hashlib").sha256(png).hexdigest()
     elements = [Element(id=f"{state}-h1", role="heading", text=heading, bbox=BBox(x1=10, y1=10, x2=200, y2=40))]
-    for eid, role, text, (x1, y1, x2, y2) in els:
-        elements.append(Element(id=eid, role=role, text=text, bbox=BBox(x1=x1, y1=y1, x2=x2, y2=y2),
-                                clickable=True, editable=role == "textbox"))
+    for eid, role, text, (x1, y1, x2, y2), rid in els:
+        elements.append(Element(id=eid, role=role, text=text, resource_id=rid, bbox=BBox(x1=x1, y1=y1, x2=x2, y2=y2),
+                                clickable=role not in ("paragraph",), editable=role == "textbox"))
     elements += extra or []
     return Observation(
         id=stable_id("obs", state, variant), screenshot_sha256=sha, width=W, height=H,
@@ -80,7 +95,7 @@ def make_observation(state: str, store: BlobStore | None, extra: list[Element] |
 
 
 def _box(state: str, eid: str) -> BBox:
-    x1, y1, x2, y2 = next(b for e, _, _, b in SCREENS[state][2] if e == eid)
+    x1, y1, x2, y2 = next(b for e, _, _, b, _ in SCREENS[state][2] if e == eid)
     return BBox(x1=x1, y1=y1, x2=x2, y2=y2)
 
 
@@ -97,19 +112,23 @@ def type_into(state: str, eid: str, text: str) -> Action:
                   target_bbox=b)
 
 
+# In crawl order (timestamps follow this list). Typing is a self-loop the crawler marks not effective.
 EDGES: list[tuple[str, str, str, Action]] = [
-    ("e01", "login", "login", type_into("login", "user", "demo")),
-    ("e02", "login", "login", type_into("login", "pass", "demo123")),
-    ("e03", "login", "notes", click("login", "login-btn")),
     ("e04", "notes", "form", click("notes", "new")),
-    ("e05", "notes", "settings", click("notes", "settings-link")),
-    ("e06", "notes", "settings", click("notes", "prefs-link")),
     ("e07", "form", "form", type_into("form", "title", "Weekend plans")),
     ("e08", "form", "note", click("form", "save")),
     ("e09", "note", "notes", Action(type="navigate_back")),
+    ("e12", "notes", "groceries", click("notes", "note-1")),
+    ("e13", "groceries", "notes", Action(type="navigate_back")),
+    ("e05", "notes", "settings", click("notes", "settings-link")),
     ("e10", "settings", "settings", click("settings", "theme")),  # ineffective
+    ("e14", "settings", "about", click("settings", "about-link")),
+    ("e15", "about", "notes", click("about", "all-notes-a")),
+    ("e06", "notes", "settings", click("notes", "prefs-link")),
     ("e11", "settings", "notes", click("settings", "all-notes")),
-    # Typing is recorded by the crawler as a self-loop with effective=False (typing is not a new screen).
+    ("e01", "login", "login", type_into("login", "user", "demo")),
+    ("e02", "login", "login", type_into("login", "pass", "demo123")),
+    ("e03", "login", "notes", click("login", "login-btn")),
 ]
 
 
@@ -149,12 +168,12 @@ def test_load_graph_from_parquet_classifies_files_by_kind(tmp_path: Path) -> Non
     loaded = load_graphs(tmp_path)
     assert list(loaded.graphs) == ["notes"]
     g = loaded.graphs["notes"]
-    assert g.entry == "login"
+    assert g.entry == "notes"
     assert set(g.states) == set(SCREENS)
-    assert [e.id for e in g.out["notes"]] == ["e04", "e05", "e06"]
+    assert [e.id for e in g.out["notes"]] == ["e04", "e05", "e06", "e12"]
     assert [e.id for e in g.loops["login"]] == ["e01", "e02"]
     assert [e.id for e in g.loops["settings"]] == ["e10"]  # kept as a loop, never walked
-    assert [e.id for e in g.out["settings"]] == ["e11"]
+    assert [e.id for e in g.out["settings"]] == ["e11", "e14"]
     assert loaded.blob_root == tmp_path / "blobs"
     assert g.crawl_run == "run-1"
     assert loaded.rejects == []

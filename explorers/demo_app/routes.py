@@ -256,6 +256,13 @@ def demo_reset(req: Request | None, store: Store) -> Response:
     return json_response({"ok": True})
 
 
+def demo_reset_data(req: Request | None, store: Store) -> Response:
+    """The crawl config's reset hook: every session (and so every note and setting) back to the seed; the
+    dangerous-action log is kept, because it is the audit of the whole crawl."""
+    store.reset_sessions()
+    return json_response({"ok": True})
+
+
 Handler = Callable[..., Response]
 
 
@@ -291,6 +298,7 @@ ROUTES: tuple[Route, ...] = (
     _route("/healthz", login=False, session=False, GET=healthz),
     _route("/__demo/dangerous", login=False, session=False, GET=demo_dangerous),
     _route("/__demo/reset", login=False, session=False, POST=demo_reset),
+    _route("/__demo/reset-data", login=False, session=False, POST=demo_reset_data),
 )
 
 

@@ -173,6 +173,9 @@ class Store:
         self._sessions.clear()
         self.dangerous.clear()
 
+    def reset_sessions(self) -> None:
+        self._sessions.clear()
+
 
 def validate_note(title: str, body: str) -> dict[str, tuple[str, dict[str, object]]]:
     """Server-side note validation; returns {field: (i18n error key, fields)}, empty when valid.

@@ -11,6 +11,9 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from pipelines.synthesis.factory import DEFAULT_BASE_URL, DEFAULT_CONCURRENCY
+from pipelines.synthesis.prompts import DEFAULT_VERSION
+
 BACKENDS = ("offline", "openai", "transformers")
 RUNNERS = ("inprocess", "beam")
 
@@ -24,19 +27,23 @@ def register(app: typer.Typer) -> None:
                                  help="Output directory: trajectories.parquet, rejects.parquet, summary.json."),
         backend: str = typer.Option("offline", help=f"Synthesizer: {' | '.join(BACKENDS)}."),
         model: str | None = typer.Option(None, help="Model name (openai) or local model directory (transformers)."),
-        base_url: str = typer.Option(os.environ.get("TRAJFORGE_OPENAI_BASE_URL", "http://127.0.0.1:8000/v1"),
+        base_url: str = typer.Option(os.environ.get("TRAJFORGE_OPENAI_BASE_URL", DEFAULT_BASE_URL),
                                      help="OpenAI-compatible server URL (e.g. `vllm serve`), openai backend."),
         api_key_env: str = typer.Option("OPENAI_API_KEY", help="Environment variable holding the API key."),
-        concurrency: int = typer.Option(4, min=1, help="Parallel requests to the server (openai backend)."),
+        concurrency: int = typer.Option(DEFAULT_CONCURRENCY, min=1, help="Requests in flight to the server (openai "
+                                                                          "backend); vLLM batches 32+ well."),
         timeout: float = typer.Option(60.0, min=0.1, help="Seconds per request (openai backend)."),
         retries: int = typer.Option(3, min=0, help="Retries of a failed request, with exponential backoff."),
-        prompt_version: str = typer.Option("v1", help="Prompt set under pipelines/synthesis/prompts/."),
+        prompt_version: str = typer.Option(DEFAULT_VERSION, help="Prompt set under pipelines/synthesis/prompts/."),
         languages: str | None = typer.Option(None, help="Comma-separated output languages (default: en, plus zh "
                                                         "for zh-locale crawls)."),
-        max_len: int = typer.Option(8, min=1, help="Longest path (steps) to synthesize."),
-        walks: int = typer.Option(20, min=0, help="Random walks per app, in addition to shortest and goal paths."),
-        max_per_end_state: int = typer.Option(3, min=1, help="Paths allowed to end in the same state."),
-        seed: int = typer.Option(0, help="Seed of the random walks."),
+        max_steps: int = typer.Option(14, min=2, help="Longest task (steps, the final done/answer step included)."),
+        kinds: str = typer.Option("screen,item,answer,create,edit,setting",
+                                  help="Goal kinds to synthesize, comma-separated: screen (reach a screen), item "
+                                       "(open one item), answer (a question the item's screen answers), create, "
+                                       "edit, setting (a form the crawler submitted)."),
+        max_plans: int = typer.Option(500, min=1, help="Most goal plans per app graph."),
+        seed: int = typer.Option(0, help="Seed of the noise copies (--noise)."),
         cache_dir: Path | None = typer.Option(None, help="Call cache directory (default: OUT/cache)."),
         recovery: bool = typer.Option(False, help="Also build recovery trajectories (wrong action, reflect, back)."),
         noise: bool = typer.Option(False, help="Also write noisy.parquet: corrupted copies (stale/moved element, "
@@ -63,8 +70,7 @@ def register(app: typer.Typer) -> None:
         from pipelines.synthesis.accounting import Usage
         from pipelines.synthesis.backends.base import BackendUnavailable
         from pipelines.synthesis.factory import BackendSpec
-        from pipelines.synthesis.paths import PathConfig
-        from pipelines.synthesis.runner import SynthConfig, run_synthesis
+        from pipelines.synthesis.runner import PlanConfig, SynthConfig, run_synthesis
 
         if backend not in BACKENDS:
             raise typer.BadParameter(f"unknown backend {backend!r}; choose from {', '.join(BACKENDS)}")
@@ -80,8 +86,13 @@ def register(app: typer.Typer) -> None:
         except (ValueError, FileNotFoundError) as exc:
             console.print(f"[red]error:[/red] {exc}")
             raise typer.Exit(2) from None
+        kind_list = tuple(k.strip() for k in kinds.split(",") if k.strip())
+        unknown = sorted(set(kind_list) - set(PlanConfig().kinds))
+        if unknown or not kind_list:
+            raise typer.BadParameter(f"unknown goal kind(s) {', '.join(unknown) or '(none given)'}; choose from "
+                                     f"{', '.join(PlanConfig().kinds)}")
         config = SynthConfig(
-            paths=PathConfig(max_len=max_len, walks=walks, max_per_end_state=max_per_end_state, seed=seed),
+            plans=PlanConfig(max_steps=max_steps, kinds=kind_list, max_plans=max_plans),
             languages=[lang.strip() for lang in languages.split(",")] if languages else None,
             batch_size=batch_size,
         )
@@ -136,10 +147,14 @@ def register(app: typer.Typer) -> None:
                 impl.close()
         if noise:
             from pipelines.synthesis.noise import noisy_copies
+            from schemas import BlobStore
             from schemas.recordio import write_parquet
 
-            clean = [t for t in report.trajectories if not t.scores.get("recovery")]
-            n_noisy = write_parquet(noisy_copies(clean, seed=seed), out / "noisy.parquet", "trajectory")
+            noisy = []
+            for app_id, root in report.blob_roots.items():
+                clean = [t for t in report.trajectories if not t.scores.get("recovery") and t.app_id == app_id]
+                noisy += noisy_copies(clean, seed=seed, store=BlobStore(root))
+            n_noisy = write_parquet(noisy, out / "noisy.parquet", "trajectory")
             console.print(f"wrote {n_noisy} noisy trajectories to {out / 'noisy.parquet'}")
         s = report.summary
         table = Table("app", "tasks", "replayed", "failed", "executability", title="Synthesis")
@@ -147,7 +162,7 @@ def register(app: typer.Typer) -> None:
             ex = "-" if a["executability"] is None else f"{a['executability']:.2f}"
             table.add_row(app_id, str(a["tasks"]), str(a["replayed"]), str(a["replay_failed"]), ex)
         console.print(table)
-        console.print(f"paths {s['paths']}, tasks {s['tasks']} {s['languages']}, rejects {s['rejects']}")
+        console.print(f"goal plans {s['plans']}, tasks {s['tasks']} {s['languages']}, rejects {s['rejects']}")
         for reason, n in s["rejects_by_reason"].items():
             console.print(f"  reject {reason}: {n}")
         u = s["usage"]

@@ -25,6 +25,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from explorers.config import ConfigError as CrawlConfigError
 from explorers.config import CrawlConfig, parse_config
 from pipelines.curation.config import CurateConfig
+from pipelines.synthesis.factory import DEFAULT_BASE_URL, DEFAULT_CONCURRENCY
+from pipelines.synthesis.prompts import DEFAULT_VERSION
 
 PLACEHOLDERS = ("${chromedriver}", "${demo_app}")
 CURATION_OWNED = ("inputs", "out", "blobs")  # set by the job, not the config
@@ -43,25 +45,25 @@ class ServersConfig(_Strict):
     demo_app: DemoAppServer | None = None
 
 
-class PathsSection(_Strict):
-    max_len: int = Field(default=8, ge=1)
-    walks: int = Field(default=20, ge=0)
-    walk_len: int = Field(default=6, ge=1)
-    max_per_end_state: int = Field(default=3, ge=1)
-    max_paths: int = Field(default=500, ge=1)
-    seed: int = 0
+class PlansSection(_Strict):
+    """Which goal plans synthesis turns into tasks (``pipelines.synthesis.runner.PlanConfig``)."""
+
+    max_steps: int = Field(default=14, ge=1)
+    kinds: list[Literal["screen", "item", "answer", "create", "edit", "setting"]] = Field(
+        default_factory=lambda: ["screen", "item", "answer", "create", "edit", "setting"], min_length=1)
+    max_plans: int = Field(default=500, ge=1)
 
 
 class SynthesisConfig(_Strict):
     backend: Literal["offline", "openai", "transformers"] = "offline"
     model: str | None = None
-    base_url: str = "http://127.0.0.1:8000/v1"
+    base_url: str = DEFAULT_BASE_URL
     api_key_env: str | None = None  # name of the environment variable holding the key (never the key itself)
-    prompt_version: str = "v1"
-    concurrency: int = Field(default=4, ge=1)
+    prompt_version: str = DEFAULT_VERSION
+    concurrency: int = Field(default=DEFAULT_CONCURRENCY, ge=1)
     replay: bool = True  # replay new trajectories on the first crawl device (executability)
     languages: list[str] | None = None
-    paths: PathsSection = Field(default_factory=PathsSection)
+    plans: PlansSection = Field(default_factory=PlansSection)
     price_in_per_mtok: float = Field(default=0.0, ge=0)
     price_out_per_mtok: float = Field(default=0.0, ge=0)
 

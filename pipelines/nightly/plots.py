@@ -21,7 +21,7 @@ def _save(fig: Any, path: Path) -> Path:
 
 def funnel(report: dict[str, Any], path: Path) -> Path | None:
     f = report["funnel"]
-    steps = [(k, f.get(k)) for k in ("screens", "paths", "tasks", "trajectories_kept", "samples_kept")]
+    steps = [(k, f.get(k)) for k in ("screens", "plans", "tasks", "trajectories_kept", "samples_kept")]
     steps = [(k, v) for k, v in steps if v is not None]
     if not steps:
         return None

@@ -40,7 +40,7 @@ def build_report(ledger: dict[str, Any], history: list[dict[str, Any]], output: 
         "screens": sum(a["states"] for a in apps.values()) if apps else None,
         "new_screens": sum(a["new_states"] for a in apps.values()) if apps else None,
         "transitions": sum(a["transitions"] for a in apps.values()) if apps else None,
-        "paths": synth.get("paths"), "tasks": synth.get("tasks"), "new_tasks": synth.get("new_tasks"),
+        "plans": synth.get("plans"), "tasks": synth.get("tasks"), "new_tasks": synth.get("new_tasks"),
         "trajectories_kept": totals.get("trajectories_kept"), "samples_in": totals.get("samples_in"),
         "samples_kept": totals.get("samples_kept"),
     }

@@ -10,6 +10,7 @@ class Usage:
     calls: int = 0  # calls answered by the backend in this run
     cache_hits: int = 0
     failures: int = 0
+    reasks: int = 0  # answers rejected by the checks and asked again
     prompt_tokens: int = 0
     completion_tokens: int = 0
     price_in_per_mtok: float = 0.0  # currency units per million prompt tokens

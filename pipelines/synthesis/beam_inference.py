@@ -8,9 +8,11 @@ keeps its own ``Shared`` token, whose key survives pickling, so the two RunInfer
 pipeline (step calls, then task calls) share one backend per process instead of loading a VLM twice.
 
 ``ResolveCalls`` is the composite around it: dedupe calls by cache key, answer what the content-addressed
-cache already holds (hits never reach the model), run RunInference on the misses only, and write each new
-answer to the cache as soon as it arrives, so a killed pipeline keeps what it paid for. Counters in the
-``trajforge.synth`` namespace give the run's ``Usage`` (calls, cache hits, failures, tokens).
+cache already holds (hits never reach the model), run RunInference on the misses only, judge every answer with
+``answers.check_answer`` (the same judgement as the in-process executor), re-ask rejected answers through
+further RunInference rounds (bounded), and write each *valid* answer to the cache as soon as it is judged, so a
+killed pipeline keeps what it paid for and a malformed answer is never cached. Counters in the
+``trajforge.synth`` namespace give the run's ``Usage`` (calls, cache hits, failures, re-asks, tokens).
 """
 
 from __future__ import annotations
@@ -27,13 +29,14 @@ from apache_beam.ml.inference.base import KeyedModelHandler, ModelHandler, Predi
 from apache_beam.utils import shared
 
 from pipelines.curation.progress import ProgressCounter
-from pipelines.synthesis.backends.base import Backend, Completion, Failure, Result
+from pipelines.synthesis.backends.base import Backend, Completion, Result
 from pipelines.synthesis.cache import CallCache, cache_key
 from pipelines.synthesis.calls import Call
+from pipelines.synthesis.execute import DEFAULT_MAX_ATTEMPTS, judge
 from schemas import BlobStore
 
 METRICS_NAMESPACE = "trajforge.synth"
-USAGE_COUNTERS = ("calls", "cache_hits", "failures", "prompt_tokens", "completion_tokens")
+USAGE_COUNTERS = ("calls", "cache_hits", "failures", "reasks", "prompt_tokens", "completion_tokens")
 PROGRESS_CALLS = "calls_resolved"
 
 
@@ -144,7 +147,7 @@ class _LookupCache(_CountingDoFn):
     def process(self, element: tuple[str, Call]):  # type: ignore[no-untyped-def]
         key, call = element
         hit = self.cache.get(key)
-        if hit is None:
+        if hit is None or judge(call, hit) is not None:  # an entry today's checks reject is a miss
             yield beam.pvalue.TaggedOutput(self.MISS, (key, call))
         else:
             self.hits.inc()
@@ -152,25 +155,36 @@ class _LookupCache(_CountingDoFn):
             yield key, hit
 
 
-class _StoreAnswer(_CountingDoFn):
-    """Cache a new answer right away (failures are not cached: tonight's timeout is retried tomorrow)."""
+class _JudgeAnswer(_CountingDoFn):
+    """Judge a new answer: a valid one is cached right away and emitted; a rejected one is re-asked (tagged
+    ``retry``) while attempts remain, else emitted as the ``Failure`` it amounts to (never cached)."""
 
-    def __init__(self, cache_dir: str, progress_dir: str | None):
+    RETRY = "retry"
+
+    def __init__(self, cache_dir: str, progress_dir: str | None, last_attempt: bool):
         super().__init__(cache_dir, progress_dir)
+        self.last_attempt = last_attempt
         self.counters = {name: Metrics.counter(METRICS_NAMESPACE, name) for name in USAGE_COUNTERS}
 
     def process(self, element: tuple[str, PredictionResult]):  # type: ignore[no-untyped-def]
-        self.progress.inc(PROGRESS_CALLS)
         key, prediction = element
+        call: Call = prediction.example
         result: Result = prediction.inference
         if isinstance(result, Completion):
             self.counters["calls"].inc()
             self.counters["prompt_tokens"].inc(result.prompt_tokens)
             self.counters["completion_tokens"].inc(result.completion_tokens)
-            self.cache.put(key, result)
-        elif isinstance(result, Failure):
+        else:
             self.counters["failures"].inc()
-        yield key, result
+        bad = judge(call, result)
+        if bad is None:
+            self.cache.put(key, result)  # type: ignore[arg-type]
+        elif isinstance(result, Completion) and not self.last_attempt:
+            self.counters["reasks"].inc()
+            yield beam.pvalue.TaggedOutput(self.RETRY, (key, call.reask(bad.reason)))
+            return
+        self.progress.inc(PROGRESS_CALLS)
+        yield key, (result if bad is None else bad)
 
 
 def _any_one(calls: Iterable[Call]) -> Call:
@@ -181,20 +195,29 @@ class ResolveCalls(beam.PTransform):
     """``(cache key, Call)`` pairs, repeats allowed → one ``(cache key, Result)`` per distinct key."""
 
     def __init__(self, handler: BackendModelHandler, cache_dir: str | Path, model_identifier: str | None = None,
-                 progress_dir: str | Path | None = None):
+                 progress_dir: str | Path | None = None, max_attempts: int = DEFAULT_MAX_ATTEMPTS):
         super().__init__()
         self.handler = handler
         self.cache_dir = str(cache_dir)
         self.model_identifier = model_identifier
         self.progress_dir = str(progress_dir) if progress_dir is not None else None
+        self.max_attempts = max(1, max_attempts)
 
     def expand(self, calls):  # type: ignore[no-untyped-def]
         unique = calls | "DedupeByKey" >> beam.CombinePerKey(_any_one)
         looked = unique | "LookupCache" >> beam.ParDo(_LookupCache(self.cache_dir, self.progress_dir)).with_outputs(
             _LookupCache.MISS, main="hit")
-        answered = (
-            looked[_LookupCache.MISS]
-            | "RunInference" >> RunInference(KeyedModelHandler(self.handler), model_identifier=self.model_identifier)
-            | "StoreAnswer" >> beam.ParDo(_StoreAnswer(self.cache_dir, self.progress_dir))
-        )
-        return (looked["hit"], answered) | "HitsAndAnswers" >> beam.Flatten()
+        outputs = [looked["hit"]]
+        pending = looked[_LookupCache.MISS]
+        for attempt in range(self.max_attempts):  # re-asks unrolled: a fixed, small number of rounds
+            last = attempt + 1 == self.max_attempts
+            judged = (
+                pending
+                | f"RunInference{attempt}" >> RunInference(KeyedModelHandler(self.handler),
+                                                           model_identifier=self.model_identifier)
+                | f"Judge{attempt}" >> beam.ParDo(_JudgeAnswer(self.cache_dir, self.progress_dir, last)).with_outputs(
+                    _JudgeAnswer.RETRY, main="answer")
+            )
+            outputs.append(judged["answer"])
+            pending = judged[_JudgeAnswer.RETRY]
+        return outputs | "HitsAndAnswers" >> beam.Flatten()

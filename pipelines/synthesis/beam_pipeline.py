@@ -1,16 +1,17 @@
 """Synthesis at scale: the in-process algorithm as a Beam pipeline whose model calls go through RunInference.
 
-The driver loads the graphs and samples paths (cheap, and it must see the whole graph); each (graph,
+The driver loads the graphs and plans the goals (cheap, and it must see the whole graph); each (graph,
 language) pair becomes a *unit*. The pipeline then reads like the in-process runner:
 
-    units ─PlanSteps─▶ step calls ─ResolveCalls─▶ answers ─CheckSteps─▶ task calls ─ResolveCalls─▶ answers
+    units ─PlanTasks─▶ task calls ─ResolveCalls─▶ answers ─CheckTasks─▶ step calls ─ResolveCalls─▶ answers
           ─FinishUnit─▶ trajectories + rejects per unit (staged as JSONL)
 
-``ResolveCalls`` (``beam_inference``) dedupes by cache key, serves cache hits and sends only misses to the
-model. The per-unit phases are ``runner``'s own functions (``plan_steps``, ``check_steps``, ``plan_tasks``,
-``finish_tasks``), so the records are the same records; the driver then reads the staged units back in unit
-order, adds recovery trajectories and replay exactly where the in-process runner does, and writes
-``trajectories.parquet``, ``rejects.parquet`` and ``summary.json`` with the same ``finish_run``.
+``ResolveCalls`` (``beam_inference``) dedupes by cache key, serves cache hits, sends only misses to the model and
+judges and re-asks exactly like the in-process executor. The per-unit phases are ``runner``'s own functions
+(``plan_task_calls``, ``finish_tasks``, ``plan_step_calls``, ``finish_plans``), so the records are the same
+records; the driver then reads the staged units back in unit order, adds recovery trajectories and replay
+exactly where the in-process runner does, and writes ``trajectories.parquet``, ``rejects.parquet`` and
+``summary.json`` with the same ``finish_run``.
 
 Runner choice: without a ``--runner=…`` among the Beam args the pipeline runs on Beam's in-process
 FnApiRunner (what the DirectRunner delegates to, minus its offline Prism probe); ``--direct_num_workers`` and
@@ -45,21 +46,21 @@ from pipelines.synthesis.beam_inference import (
     CacheIdentity,
     ResolveCalls,
 )
+from pipelines.synthesis.goals import GoalPlan
 from pipelines.synthesis.graph_input import AppGraph
-from pipelines.synthesis.paths import GraphPath, sample_paths
 from pipelines.synthesis.runner import (
-    ReadyPath,
     Replayer,
     RunReport,
     SynthConfig,
-    check_steps,
+    finish_plans,
     finish_run,
     finish_tasks,
     languages_for,
-    plan_steps,
-    plan_tasks,
+    plan_step_calls,
+    plan_task_calls,
     planned_calls,
     prepare_run,
+    select_plans,
 )
 from schemas import Reject, Trajectory
 from schemas.recordio import iter_records, write_jsonl
@@ -76,15 +77,15 @@ class Unit:
     index: int
     app_key: str
     language: str
-    paths: list[GraphPath]
+    plans: list[GoalPlan]
 
 
 @dataclass
 class PendingUnit:
-    """A unit after its steps were checked: the paths ready for a task call and the rejects so far."""
+    """A unit after its task answers were checked: the accepted tasks and the rejects so far."""
 
     unit: Unit
-    ready: list[ReadyPath]
+    tasks: dict[str, tuple[str, int]]
     rejects: list[Reject]
 
 
@@ -92,22 +93,22 @@ def _staged(staging: Path, index: int, kind: str) -> Path:
     return staging / f"unit-{index:06d}.{kind}.jsonl"
 
 
-class _PlanSteps(beam.DoFn):
-    """Unit → its step calls ``(key, call)`` and, tagged, who asked: ``(key, (unit index, edge id))``."""
+class _PlanTasks(beam.DoFn):
+    """Unit → its task calls ``(key, call)`` and, tagged, who asked: ``(key, (unit index, plan id))``."""
 
     def __init__(self, identity: CacheIdentity):
         self.identity = identity
 
     def process(self, unit: Unit, graphs: dict[str, AppGraph]):  # type: ignore[no-untyped-def]
-        calls = plan_steps(graphs[unit.app_key], unit.paths, unit.language)
-        for eid, call in calls.items():
+        calls = plan_task_calls(graphs[unit.app_key], unit.plans, unit.language)
+        for pid, call in calls.items():
             key = self.identity.key(call)
             yield key, call
-            yield beam.pvalue.TaggedOutput(CHECK_REQUESTS, (key, (unit.index, eid)))
+            yield beam.pvalue.TaggedOutput(CHECK_REQUESTS, (key, (unit.index, pid)))
 
 
-class _CheckSteps(beam.DoFn):
-    """Unit + its step answers → a ``PendingUnit``; tagged: its task calls and who asked for them."""
+class _CheckTasks(beam.DoFn):
+    """Unit + its task answers → a ``PendingUnit``; tagged: its step calls and who asked for them."""
 
     def __init__(self, identity: CacheIdentity):
         self.identity = identity
@@ -117,18 +118,17 @@ class _CheckSteps(beam.DoFn):
         unit: Unit = grouped["unit"][0]
         graph = graphs[unit.app_key]
         answers: dict[str, Result] = dict(grouped["answers"])
-        calls = plan_steps(graph, unit.paths, unit.language)
-        steps, step_rejects = check_steps(graph, unit.paths, calls, answers, unit.language)
-        ready, path_rejects = plan_tasks(graph, unit.paths, calls, steps, unit.language)
-        for i, (_, _, tcall) in enumerate(ready):
-            key = self.identity.key(tcall)
-            yield beam.pvalue.TaggedOutput(CHECK_CALLS, (key, tcall))
-            yield beam.pvalue.TaggedOutput(CHECK_REQUESTS, (key, (unit.index, i)))
-        yield unit.index, PendingUnit(unit, ready, step_rejects + path_rejects)
+        calls = plan_task_calls(graph, unit.plans, unit.language)
+        tasks, rejects = finish_tasks(graph, unit.plans, calls, answers, unit.language, self.identity)
+        for skey, scall in plan_step_calls(graph, unit.plans, tasks, unit.language).items():
+            key = self.identity.key(scall)
+            yield beam.pvalue.TaggedOutput(CHECK_CALLS, (key, scall))
+            yield beam.pvalue.TaggedOutput(CHECK_REQUESTS, (key, (unit.index, skey)))
+        yield unit.index, PendingUnit(unit, tasks, rejects)
 
 
 class _FinishUnit(beam.DoFn):
-    """Pending unit + task answers → trajectories and rejects, staged as one pair of JSONL files per unit."""
+    """Pending unit + step answers → trajectories and rejects, staged as one pair of JSONL files per unit."""
 
     def __init__(self, identity: CacheIdentity, staging: str):
         self.identity = identity
@@ -138,13 +138,14 @@ class _FinishUnit(beam.DoFn):
         index, grouped = element
         pending: PendingUnit = grouped["pending"][0]
         unit = pending.unit
+        graph = graphs[unit.app_key]
         answers = dict(grouped["answers"])
-        results = [answers[i] for i in range(len(pending.ready))]
-        trajs, task_rejects = finish_tasks(graphs[unit.app_key], pending.ready, results, unit.language,
+        calls = plan_step_calls(graph, unit.plans, pending.tasks, unit.language)
+        trajs, step_rejects = finish_plans(graph, unit.plans, pending.tasks, calls, answers, unit.language,
                                            self.identity)
         staging = Path(self.staging)
         write_jsonl(trajs, _staged(staging, index, "trajectories"))
-        write_jsonl(pending.rejects + task_rejects, _staged(staging, index, "rejects"))
+        write_jsonl(pending.rejects + step_rejects, _staged(staging, index, "rejects"))
         yield index
 
 
@@ -163,27 +164,30 @@ def _answers_per_unit(label: str, requests, results):  # type: ignore[no-untyped
 
 
 def build_pipeline(p: beam.Pipeline, graphs: dict[str, AppGraph], units: list[Unit], handler: BackendModelHandler,
-                   identity: CacheIdentity, cache_dir: Path, staging: Path, progress_dir: Path | None = None) -> None:
+                   identity: CacheIdentity, cache_dir: Path, staging: Path, progress_dir: Path | None = None,
+                   max_attempts: int = 3) -> None:
     """The synthesis pipeline on ``p``; it writes one staged pair of files per unit under ``staging``."""
     graph_side = beam.pvalue.AsDict(p | "Graphs" >> beam.Create(sorted(graphs.items())))
     unit_pc = p | "Units" >> beam.Create(units)
     keyed_units = unit_pc | "KeyUnits" >> beam.Map(lambda u: (u.index, u))
     model_id = f"trajforge-synth-{identity.model_id}-{identity.prompt_version}"
 
-    planned = unit_pc | "PlanSteps" >> beam.ParDo(_PlanSteps(identity), graph_side).with_outputs(
+    planned = unit_pc | "PlanTasks" >> beam.ParDo(_PlanTasks(identity), graph_side).with_outputs(
         CHECK_REQUESTS, main="calls")
-    step_results = planned["calls"] | "ResolveSteps" >> ResolveCalls(handler, cache_dir, model_id, progress_dir)
-    step_answers = _answers_per_unit("Steps", planned[CHECK_REQUESTS], step_results)
+    task_results = planned["calls"] | "ResolveTasks" >> ResolveCalls(handler, cache_dir, model_id, progress_dir,
+                                                                     max_attempts)
+    task_answers = _answers_per_unit("Tasks", planned[CHECK_REQUESTS], task_results)
 
-    checked = ({"unit": keyed_units, "answers": step_answers}
-               | "GroupStepAnswers" >> beam.CoGroupByKey()
-               | "CheckSteps" >> beam.ParDo(_CheckSteps(identity), graph_side).with_outputs(
+    checked = ({"unit": keyed_units, "answers": task_answers}
+               | "GroupTaskAnswers" >> beam.CoGroupByKey()
+               | "CheckTasks" >> beam.ParDo(_CheckTasks(identity), graph_side).with_outputs(
                    CHECK_CALLS, CHECK_REQUESTS, main="pending"))
-    task_results = checked[CHECK_CALLS] | "ResolveTasks" >> ResolveCalls(handler, cache_dir, model_id, progress_dir)
-    task_answers = _answers_per_unit("Tasks", checked[CHECK_REQUESTS], task_results)
+    step_results = checked[CHECK_CALLS] | "ResolveSteps" >> ResolveCalls(handler, cache_dir, model_id, progress_dir,
+                                                                         max_attempts)
+    step_answers = _answers_per_unit("Steps", checked[CHECK_REQUESTS], step_results)
 
-    _ = ({"pending": checked["pending"], "answers": task_answers}
-         | "GroupTaskAnswers" >> beam.CoGroupByKey()
+    _ = ({"pending": checked["pending"], "answers": step_answers}
+         | "GroupStepAnswers" >> beam.CoGroupByKey()
          | "FinishUnit" >> beam.ParDo(_FinishUnit(identity, str(staging)), graph_side))
 
 
@@ -256,14 +260,14 @@ def run_synthesis_beam(graph_dir: str | Path, out_dir: str | Path, factory: Call
     cache.mkdir(parents=True, exist_ok=True)
     units: list[Unit] = []
     per_graph: dict[str, list[int]] = {}
-    n_paths = planned = 0
+    n_plans = planned = 0
     for key, graph in loaded.graphs.items():
-        paths = sample_paths(graph, config.paths)
-        n_paths += len(paths)
-        planned += planned_calls(graph, paths, config)
+        plans = select_plans(graph, config)
+        n_plans += len(plans)
+        planned += planned_calls(graph, plans, config)
         for language in languages_for(graph, config):
             per_graph.setdefault(key, []).append(len(units))
-            units.append(Unit(len(units), key, language, paths))
+            units.append(Unit(len(units), key, language, plans))
     roots = sorted({str(g.blob_root.resolve()) for g in loaded.graphs.values() if g.blob_root is not None})
     handler = BackendModelHandler(factory, blob_roots=roots, max_batch_size=config.batch_size,
                                   large_model=large_model)
@@ -271,7 +275,7 @@ def run_synthesis_beam(graph_dir: str | Path, out_dir: str | Path, factory: Call
     staging = Path(tempfile.mkdtemp(prefix=f"{STAGING_PREFIX}{os.getpid()}-", dir=out)).resolve()
     try:
         runner, options = pipeline_options(list(beam_args or []))
-        say(f"Beam pipeline: {len(units)} units, {n_paths} paths, up to {planned} call lookups")
+        say(f"Beam pipeline: {len(units)} units, {n_plans} goal plans, up to {planned} call lookups")
         tick = progress("calls", planned) if progress else (lambda _n: None)
         done = [0]
 
@@ -283,7 +287,8 @@ def run_synthesis_beam(graph_dir: str | Path, out_dir: str | Path, factory: Call
 
         with lowered_levels({"apache_beam": logging.ERROR}), ProgressPoller(staging / PROGRESS_DIR, advance):
             p = beam.Pipeline(runner=runner, options=options)
-            build_pipeline(p, loaded.graphs, units, handler, identity, cache, staging, staging / PROGRESS_DIR)
+            build_pipeline(p, loaded.graphs, units, handler, identity, cache, staging, staging / PROGRESS_DIR,
+                           config.max_attempts)
             result = p.run()
             result.wait_until_finish()
         tick(planned - done[0])
@@ -299,7 +304,7 @@ def run_synthesis_beam(graph_dir: str | Path, out_dir: str | Path, factory: Call
             trajs += graph_trajs
             if extra is not None:
                 trajs += extra(graph, graph_trajs)
-        return finish_run(out, loaded, identity, trajs, rejects, n_paths, usage, replay)
+        return finish_run(out, loaded, identity, trajs, rejects, n_plans, usage, replay)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from pathlib import Path
 
 from pipelines.synthesis.backends.base import Completion
 from pipelines.synthesis.calls import Call
+from schemas.fileio import write_json_atomic
 
 
 def cache_key(backend: str, model: str, prompt_version: str, call: Call) -> str:
@@ -43,17 +43,10 @@ class CallCache:
                           completion_tokens=data.get("completion_tokens", 0), cached=True)
 
     def put(self, key: str, completion: Completion) -> None:
-        path = self._path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{key[:8]}.", suffix=".tmp", dir=path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump({"text": completion.text, "prompt_tokens": completion.prompt_tokens,
-                           "completion_tokens": completion.completion_tokens}, f, ensure_ascii=False)
-            os.replace(tmp, path)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
+        # Not fsynced: a lost entry after a power cut is only a repeated call, and a run writes thousands.
+        write_json_atomic(self._path(key), {"text": completion.text, "prompt_tokens": completion.prompt_tokens,
+                                            "completion_tokens": completion.completion_tokens}, indent=None,
+                          durable=False)
 
     def __len__(self) -> int:
         return sum(1 for _ in self.root.glob("*/*.json"))

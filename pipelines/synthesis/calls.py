@@ -1,10 +1,16 @@
-"""What a synthesizer is asked: one *step call* per distinct graph edge and one *task call* per path.
+"""What a synthesizer is asked: one *task call* per goal plan, then one *step call* per step of the plan.
 
-A call's payload is plain JSON built only from the graph (never from a previous model output except the
-step instructions a task call summarizes), so the same edge met in fifty paths is one call, and the payload's
-digest is the cache key. Crawled UI text is untrusted: it lives only in the payload, and ``render_data``
-quotes it as JSON whose ``<`` and ``>`` are escaped, so screen text can never close the data block in a
-prompt and pose as an instruction.
+The task comes first because every step is written for it: a step call carries the task, the steps already
+taken (as the plan's own action descriptions, so all steps of a plan can be asked at once), the current screen
+and the action to explain — and nothing about the screen the action leads to, because an agent deciding the
+action cannot see that screen yet (``verify.hindsight`` rejects reasoning that names it anyway).
+
+A call's payload is plain JSON built only from the graph, the plan and (for steps) the accepted task text, and
+its digest is the cache key. A call also carries what its answer is checked against (``expect``: the executed
+action's type, value, point and target box), so any worker can validate an answer — and re-ask — without the
+graph. Crawled UI text is untrusted: it lives only in the payload, and ``render_data`` quotes it as JSON whose
+``<`` and ``>`` are escaped, so screen text can never close the data block in a prompt and pose as an
+instruction.
 """
 
 from __future__ import annotations
@@ -13,30 +19,39 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlparse
 
+from pipelines.synthesis.goals import GoalPlan, PlanStep, StepRole
 from pipelines.synthesis.graph_input import AppGraph
-from pipelines.synthesis.injection import looks_like_injection
-from schemas import Action, Observation, Transition
+from pipelines.synthesis.screens import MAX_TEXT_CHARS, clip, heading, location_path, visible_texts
+from pipelines.synthesis.verify.hindsight import after_only
+from schemas import Action, ActionType, Observation
 from schemas.exporters.guilibra import action_value, guilibra_type
 from schemas.geometry import bbox_to_norm
 
 MAX_TEXTS = 25
-MAX_TEXT_CHARS = 80
 
 
 @dataclass(frozen=True)
 class Call:
-    """One request to a backend: ``kind`` is ``step`` or ``task``; ``images`` are screenshot sha256s."""
+    """One request to a backend: ``kind`` is ``step`` or ``task``; ``images`` are screenshot sha256s.
+
+    ``attempt`` > 0 marks a re-ask after a rejected answer (``feedback`` says why); it is part of the digest, so
+    a re-ask is a new cache entry and never returns the rejected answer again.
+    """
 
     kind: str
     payload: dict[str, Any]
     images: tuple[str, ...] = field(default_factory=tuple)
+    attempt: int = 0
+    feedback: str = ""
 
     def digest(self) -> str:
-        body = json.dumps({"kind": self.kind, "payload": self.payload, "images": self.images},
-                          sort_keys=True, ensure_ascii=False)
+        body = json.dumps({"kind": self.kind, "payload": self.payload, "images": self.images,
+                           "attempt": self.attempt, "feedback": self.feedback}, sort_keys=True, ensure_ascii=False)
         return hashlib.sha256(body.encode("utf-8")).hexdigest()
+
+    def reask(self, reason: str) -> Call:
+        return Call(self.kind, self.payload, self.images, self.attempt + 1, reason)
 
 
 def render_data(data: Any) -> str:
@@ -45,32 +60,13 @@ def render_data(data: Any) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e")
 
 
-def _clip(s: str) -> str:
-    s = " ".join(s.split())
-    return s if len(s) <= MAX_TEXT_CHARS else s[: MAX_TEXT_CHARS - 1] + "…"
-
-
 def screen_name(obs: Observation) -> str:
-    """A short name for a screen: its first heading, else the last URL path segment / activity name."""
-    for el in obs.elements:
-        if el.role == "heading" and el.text.strip() and not looks_like_injection(el.text):
-            return _clip(el.text)
-    loc = obs.location
-    path = urlparse(loc).path if "://" in loc else loc
-    tail = [p for p in path.replace(".", "/").split("/") if p and not p.isdigit()]
-    return tail[-1].replace("_", " ").replace("-", " ") if tail else "home"
+    """What a person would call the screen: its heading ("" when it has none: never a URL segment)."""
+    return heading(obs)
 
 
 def screen_summary(obs: Observation) -> dict[str, Any]:
-    texts: list[str] = []
-    for el in obs.elements:
-        label = _clip(el.label)
-        if el.visible and label and label not in texts:
-            texts.append(label)
-        if len(texts) >= MAX_TEXTS:
-            break
-    loc = obs.location
-    return {"screen": screen_name(obs), "location": urlparse(loc).path if "://" in loc else loc, "texts": texts}
+    return {"screen": screen_name(obs), "location": location_path(obs), "texts": visible_texts(obs, MAX_TEXTS)}
 
 
 def action_payload(action: Action) -> dict[str, Any]:
@@ -87,41 +83,88 @@ def target_payload(obs: Observation, action: Action) -> dict[str, Any] | None:
         return None
     return {
         "role": el.role,
-        "text": _clip(el.text),
-        "description": _clip(el.content_desc),
+        "text": clip(el.text),
+        "description": clip(el.content_desc),
         "resource_id": el.resource_id,
-        "label": _clip(el.label),
+        "label": clip(el.label, MAX_TEXT_CHARS),
         "bbox_2d": list(bbox_to_norm(el.bbox.as_tuple(), obs.width, obs.height)),
     }
 
 
-def step_call(graph: AppGraph, edge: Transition, language: str) -> Call:
-    before = graph.observation(edge.from_observation_id)
-    after = graph.observation(edge.to_observation_id)
-    summary_after = screen_summary(after)
-    before_texts = set(screen_summary(before)["texts"])
-    summary_after["new_texts"] = [t for t in summary_after["texts"] if t not in before_texts][:10]
+def expectation(obs: Observation, action: Action, after: list[str] | None = None) -> dict[str, Any]:
+    """What a step answer must agree with: the executed action, its target's box, and the texts only the next
+    screen shows (which the reasoning must not name)."""
+    box = list(action.target_bbox.as_tuple()) if action.target_bbox is not None else None
+    return {"action": json.loads(action.model_dump_json()), "width": obs.width, "height": obs.height,
+            "target_bbox": box, "after_only": after or []}
+
+
+def step_summary(step: PlanStep) -> str:
+    """A plain description of a planned step, as the history of later step calls shows it."""
+    t = ActionType(step.action.type)
+    label = step.target_label
+    if t is ActionType.TYPE:
+        return f"typed “{step.action.text}” into “{label}”"
+    if t is ActionType.SELECT:
+        return f"selected “{step.action.text}” in “{label}”"
+    if t is ActionType.CLICK:
+        return f"tapped “{label}”" if label else "tapped the screen"
+    return step.action.describe()
+
+
+def goal_payload(plan: GoalPlan) -> dict[str, Any]:
+    return {"kind": plan.kind, **plan.facts.as_payload()}
+
+
+def task_call(graph: AppGraph, plan: GoalPlan, language: str, variant: str) -> Call:
+    """The task call of a plan; ``variant`` (device and language) picks among equally good phrasings."""
+    first = graph.observation(plan.steps[0].observation_id)
+    last = graph.observation(plan.steps[-1].observation_id)
     payload = {
         "language": language,
         "app_id": graph.app_id,
-        "action": action_payload(edge.action),
-        "target": target_payload(before, edge.action),
-        "before": screen_summary(before),
-        "after": summary_after,
-    }
-    return Call("step", payload, (before.screenshot_sha256, after.screenshot_sha256))
-
-
-def task_call(graph: AppGraph, edges: tuple[Transition, ...], step_instructions: list[str], language: str,
-              step_payloads: list[dict[str, Any]]) -> Call:
-    first = graph.observation(edges[0].from_observation_id)
-    last = graph.observation(edges[-1].to_observation_id)
-    payload = {
-        "language": language,
-        "app_id": graph.app_id,
-        "steps": step_instructions,
-        "actions": [{"action": p["action"], "target": p["target"]} for p in step_payloads],
+        "goal": goal_payload(plan),
         "start": screen_summary(first),
         "end": screen_summary(last),
+        "steps": [{"role": s.role, "action": action_payload(s.action), "target": s.target_label}
+                  for s in plan.steps],
+        "variant": variant,
     }
-    return Call("task", payload, (first.screenshot_sha256, last.screenshot_sha256))
+    images = (first.screenshot_sha256,) if first.id == last.id else (first.screenshot_sha256, last.screenshot_sha256)
+    return Call("task", payload, images)
+
+
+def step_call(graph: AppGraph, plan: GoalPlan, index: int, task: str, language: str, variant: str) -> Call:
+    """The call for step ``index`` of ``plan``: task, history, the current screen and the action taken."""
+    step = plan.steps[index]
+    obs = graph.observation(step.observation_id)
+    history = [step_summary(s) for s in plan.steps[:index]]
+    facts = plan.facts
+    known = [task, facts.target, facts.item, facts.form, facts.answer, *history,
+             *(v for f in facts.fields for v in f), *(v for c in facts.choices for v in c)]
+    after = graph.observations.get(step.next_observation_id or "")
+    hidden = after_only(obs, after, known) if after is not None else []
+    form_roles = (StepRole.FILL, StepRole.CHOOSE)
+    fields_left = [s.field_label for s in plan.steps[index + 1:] if s.role in form_roles]
+    fields_done = [s.target_label for s in plan.steps[:index] if s.role in form_roles]
+    payload = {
+        "language": language,
+        "app_id": graph.app_id,
+        "task": task,
+        "goal": goal_payload(plan),
+        "step": index,
+        "steps_total": len(plan.steps),
+        "role": step.role,
+        "history": history,
+        "screen": screen_summary(obs),
+        "action": action_payload(step.action),
+        "target": target_payload(obs, step.action),
+        "field": step.field_label,
+        "fields_left": fields_left,
+        "fields_done": fields_done,
+        "last_navigation": step.role == StepRole.NAVIGATE and (
+            index + 1 >= len(plan.steps) or plan.steps[index + 1].role != StepRole.NAVIGATE),
+        "variant": variant,
+        "expect": expectation(obs, step.action, hidden),
+    }
+    return Call("step", payload, (obs.screenshot_sha256,))

@@ -7,12 +7,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipelines.synthesis.backends.base import Backend
-from pipelines.synthesis.prompts import load_prompts
+from pipelines.synthesis.prompts import DEFAULT_VERSION, load_prompts
+
+# What `vllm serve` listens on by default; the one place this URL is written (CLI, nightly config and Beam
+# workers read it from here).
+DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"
+DEFAULT_CONCURRENCY = 32  # what one vLLM server batches well; lower it for rate-limited hosted APIs
 
 
-def make_backend(name: str, *, model: str | None = None, base_url: str = "http://127.0.0.1:8000/v1",
-                 api_key: str | None = None, concurrency: int = 4, timeout_s: float = 60.0, retries: int = 3,
-                 prompt_version: str = "v1") -> Backend:
+def make_backend(name: str, *, model: str | None = None, base_url: str = DEFAULT_BASE_URL,
+                 api_key: str | None = None, concurrency: int = DEFAULT_CONCURRENCY, timeout_s: float = 60.0,
+                 retries: int = 3, prompt_version: str = DEFAULT_VERSION) -> Backend:
     prompts = load_prompts(prompt_version)
     if name == "offline":
         from pipelines.synthesis.backends.offline import OfflineBackend
@@ -48,12 +53,12 @@ class BackendSpec:
 
     name: str = "offline"
     model: str | None = None
-    base_url: str = "http://127.0.0.1:8000/v1"
+    base_url: str = DEFAULT_BASE_URL
     api_key_env: str | None = None
-    concurrency: int = 4
+    concurrency: int = DEFAULT_CONCURRENCY
     timeout_s: float = 60.0
     retries: int = 3
-    prompt_version: str = "v1"
+    prompt_version: str = DEFAULT_VERSION
 
     def __call__(self) -> Backend:
         api_key = os.environ.get(self.api_key_env) if self.api_key_env else None

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pipelines.synthesis.injection import looks_like_injection
-from schemas import Action, Observation
+from schemas import Action
 from schemas.exporters.coords import Frame
 from schemas.exporters.guilibra import NO_VALUE, action_value, guilibra_type, parse_target
 
@@ -89,8 +89,8 @@ def _answer(text: str, repairs: list[str]) -> tuple[str | None, dict[str, Any]]:
         raise SynthParseError("malformed_answer", str(exc)) from None
 
 
-def parse_step(text: str, action: Action, observation: Observation) -> StepText:
-    """Validate a step description against the executed ``action`` on ``observation``."""
+def parse_step(text: str, action: Action, width: int, height: int) -> StepText:
+    """Validate a step description against the executed ``action`` on a ``width``×``height`` screenshot."""
     repairs: list[str] = []
     reasoning, answer = _answer(text, repairs)
     expected = guilibra_type(action)  # click variants (right/double/…) must match exactly, not just "Click"
@@ -123,7 +123,7 @@ def parse_step(text: str, action: Action, observation: Observation) -> StepText:
                 px, py = float(point[0]), float(point[1])
             except (TypeError, ValueError):
                 raise SynthParseError("malformed_point", f"point_2d {point!r}") from None
-            x, y = Frame(observation.width, observation.height).decode(px, py)
+            x, y = Frame(width, height).decode(px, py)
             inside = action.target_bbox.contains(x, y) if action.target_bbox is not None else False
             near = (abs(px - (action.x_norm or 0)) <= POINT_TOLERANCE_NORM
                     and abs(py - (action.y_norm or 0)) <= POINT_TOLERANCE_NORM)

@@ -1,88 +1,158 @@
 """Recovery samples: a wrong step, the unexpected screen, a reflection, and the way back — all from the graph.
 
-For a synthesized trajectory and a step k on state s, the graph offers *distractor* edges: other actions from
-s that lead somewhere else (state w). If the graph also holds an edge from w back to s (a back action or a link
-home), the recovery trajectory is: steps before k, the wrong step (s → w), the recovery step (w → s) whose
-reasoning starts with ``<reflection>…</reflection>`` naming the unexpected screen and the intended one, then the
-original steps from k on. Every action is a recorded graph edge, so recovery trajectories replay like any
-other. ``scores`` label the wrong step (``wrong_step``) so trainers can mask it as a target, and the recovery
-step (``recovery_step``) so rewards can credit reflection.
+For a synthesized trajectory and a navigation step k on state s, the graph offers *distractors*: other
+navigation controls of s that lead somewhere else (state w). The recovery trajectory is the steps before k, the
+wrong step (s → w), a recovery step on w whose reasoning starts with ``<reflection>…</reflection>`` — what the
+unexpected screen is, why it does not serve the task, and which control the agent meant — and the way back to s
+(a recorded link from w to s, else the platform's back, whose target is known here because the agent just came
+from s), then the original steps from k on, so the trajectory still ends at its goal and replays like any other.
+
+What a trainer must not learn is the mistake: the wrong step has ``train_target=False`` (schema 1.2), so SFT
+masks it while the recovery step after it, reflection included, is a target. Wrong steps are always
+navigation edges (never a back, whose destination depends on history, and never a submit).
 """
 
 from __future__ import annotations
 
-from pipelines.synthesis.calls import screen_name, step_call
+import random
+
+from pipelines.synthesis.calls import action_payload, target_payload
 from pipelines.synthesis.graph_input import AppGraph
+from pipelines.synthesis.navigation import Navigator, anchor
 from pipelines.synthesis.prompts import PromptSet
-from schemas import Step, Trajectory, Transition
+from pipelines.synthesis.screens import heading
+from schemas import Action, ActionType, Observation, Step, Trajectory, Transition
 from schemas.base import stable_id
 
-REFLECTION = {
-    "en": "<reflection>This is {got}, not {expected}: tapping “{wrong}” was a mistake.</reflection> "
-          "To get back to {expected}, I should {instruction_lc}.",
-    "zh": "<reflection>当前是{got}而不是{expected}：点击“{wrong}”是错误的。</reflection>"
-          "为了回到{expected}，我应该{instruction}。",
+TEXT = {
+    "en": {
+        "reflection": "<reflection>Tapping “{wrong}” opened {got}, which does not get me closer to the goal; I "
+                      "meant to tap “{intended}”.</reflection> ",
+        "back": "I'll go back to {expected}, where “{intended}” is.",
+        "link": "I'll tap the “{label}” {role} to return to {expected}, where “{intended}” is.",
+        "wrong": "I'll tap the “{label}” {role}.",
+        "got": "the {name} screen",
+        "got_unnamed": "a different screen",
+        "expected": "the {name} screen",
+        "expected_unnamed": "the previous screen",
+        "back_instruction": "Go back",
+    },
+    "zh": {
+        "reflection": "<reflection>点击“{wrong}”打开了{got}，这并没有让我更接近目标；"
+                      "我本来要点击“{intended}”。</reflection>",
+        "back": "我返回{expected}，那里有“{intended}”。",
+        "link": "我点击“{label}”{role}回到{expected}，那里有“{intended}”。",
+        "wrong": "我点击“{label}”{role}。",
+        "got": "{name}页面",
+        "got_unnamed": "另一个页面",
+        "expected": "{name}页面",
+        "expected_unnamed": "上一个页面",
+        "back_instruction": "返回上一页",
+    },
 }
 
 
-def _edge_between(graph: AppGraph, src: str, dst: str) -> Transition | None:
-    return next((e for e in graph.out.get(src, []) if e.to_state == dst), None)
+def _label(obs: Observation, action: Action) -> tuple[str, str]:
+    el = obs.element(action.target_element_id) if action.target_element_id else None
+    return (el.label, el.role) if el is not None else ("", "")
 
 
-def _label(graph: AppGraph, edge: Transition) -> str:
-    obs = graph.observation(edge.from_observation_id)
-    el = obs.element(edge.action.target_element_id) if edge.action.target_element_id else None
-    return el.label if el is not None else edge.action.describe()
+def _named(t: dict[str, str], kind: str, obs: Observation) -> str:
+    name = heading(obs)
+    return t[kind].format(name=name) if name else t[f"{kind}_unnamed"]
+
+
+def _back_to(nav: Navigator, graph: AppGraph, w: str, w_obs: Observation, s: str) -> Action:
+    """A recorded navigation from w back to s on w's capture, else the platform's back action."""
+    for e in graph.out.get(w, []):
+        if e.to_state == s and nav.is_navigation(e):
+            a = anchor(graph, e, w_obs)
+            if a is not None:
+                return a.action
+    return Action(type=ActionType.NAVIGATE_BACK)
+
+
+def _step_edges(traj: Trajectory, by_id: dict[str, Transition]) -> list[Transition | None]:
+    """The graph edge of each acting step (terminal steps have none), aligned with ``traj.steps``."""
+    ids = iter(traj.lineage.source_ids)
+    out: list[Transition | None] = []
+    for s in traj.steps:
+        if ActionType(s.action.type) in (ActionType.DONE, ActionType.ANSWER):
+            out.append(None)
+        else:
+            out.append(by_id.get(next(ids, "")))
+    return out
 
 
 def recovery_trajectories(graph: AppGraph, trajs: list[Trajectory], prompts: PromptSet,
                           per_trajectory: int = 1) -> list[Trajectory]:
-    """Up to ``per_trajectory`` recovery variants of each trajectory (the first steps that allow one)."""
+    """Up to ``per_trajectory`` recovery variants of each trajectory (the first navigation steps that allow one)."""
     from pipelines.synthesis.backends.offline import OfflineBackend
 
     rules = OfflineBackend(prompts)
+    nav = Navigator(graph)
     by_id = {t.id: t for t in graph.transitions}
     out: list[Trajectory] = []
     for traj in trajs:
-        edges = [by_id.get(i) for i in traj.lineage.source_ids]
-        if None in edges or traj.app_id != graph.app_id:
+        if traj.app_id != graph.app_id or traj.scores.get("recovery"):
             continue
-        lang = traj.task.language if traj.task.language in REFLECTION else "en"
+        lang = traj.task.language if traj.task.language in TEXT else "en"
+        t = TEXT[lang]
+        roles = prompts.offline["roles"][lang]
+        edges = _step_edges(traj, by_id)
         made = 0
-        for k, edge in enumerate(edges):
-            if made >= per_trajectory:
-                break
-            assert edge is not None
-            for wrong in graph.out.get(edge.from_state, []):
-                if wrong.to_state in (edge.to_state, edge.from_state):
+        rng = random.Random(traj.id)  # which step and which distractor vary across trajectories, reproducibly
+        order = list(range(len(edges)))
+        rng.shuffle(order)
+        for k in order:
+            edge = edges[k]
+            if made >= per_trajectory or edge is None or not nav.is_navigation(edge):
+                continue
+            obs = traj.steps[k].observation
+            intended, _ = _label(obs, traj.steps[k].action)
+            distractors = list(graph.out.get(edge.from_state, []))
+            rng.shuffle(distractors)
+            for wrong in distractors:
+                if wrong.to_state in (edge.to_state, edge.from_state) or not nav.is_navigation(wrong):
                     continue
-                back = _edge_between(graph, wrong.to_state, edge.from_state)
-                if back is None:
+                wa = anchor(graph, wrong, obs)
+                w_obs = nav.clean_capture(wrong.to_state)
+                if wa is None or w_obs is None:
                     continue
-                wrong_payload = step_call(graph, wrong, lang).payload
-                back_payload = step_call(graph, back, lang).payload
-                back_instruction = rules.instruction(back_payload)
-                got = screen_name(graph.observation(back.from_observation_id))
-                expected = screen_name(graph.observation(edge.from_observation_id))
-                lc = back_instruction[:1].lower() + back_instruction[1:] if lang == "en" else back_instruction
-                reflection = REFLECTION[lang].format(got=got, expected=expected, wrong=_label(graph, wrong),
-                                                     instruction=back_instruction, instruction_lc=lc)
-                wrong_instruction = rules.instruction(wrong_payload)
+                wrong_label, wrong_role = _label(obs, wa.action)
+                if not wrong_label or wrong_label == intended:
+                    continue
+                back = _back_to(nav, graph, wrong.to_state, w_obs, edge.from_state)
+                expected = _named(t, "expected", obs)
+                reflection = t["reflection"].format(wrong=wrong_label, got=_named(t, "got", w_obs),
+                                                    intended=intended)
+                if ActionType(back.type) is ActionType.NAVIGATE_BACK:
+                    fix = t["back"].format(expected=expected, intended=intended)
+                    back_instruction = t["back_instruction"]
+                else:
+                    label, role = _label(w_obs, back)
+                    fix = t["link"].format(label=label, role=roles.get(role, roles[""]), expected=expected,
+                                           intended=intended)
+                    back_instruction = rules.instruction({"language": lang, "action": action_payload(back),
+                                                          "target": target_payload(w_obs, back)})
+                wrong_payload = {"language": lang, "action": action_payload(wa.action),
+                                 "target": target_payload(obs, wa.action)}
                 steps = [s.model_copy() for s in traj.steps[:k]]
-                steps.append(Step(index=k, observation=graph.observation(wrong.from_observation_id),
-                                  action=wrong.action, instruction=wrong_instruction,
-                                  reasoning=rules.reasoning(wrong_payload, wrong_instruction),
-                                  next_observation_id=wrong.to_observation_id))
-                steps.append(Step(index=k + 1, observation=graph.observation(back.from_observation_id),
-                                  action=back.action, instruction=back_instruction, reasoning=reflection,
-                                  next_observation_id=back.to_observation_id))
+                steps.append(Step(index=k, observation=obs, action=wa.action,
+                                  instruction=rules.instruction(wrong_payload),
+                                  reasoning=t["wrong"].format(label=wrong_label,
+                                                              role=roles.get(wrong_role, roles[""])),
+                                  next_observation_id=w_obs.id, train_target=False))
+                steps.append(Step(index=k + 1, observation=w_obs, action=back, instruction=back_instruction,
+                                  reasoning=reflection + fix, next_observation_id=obs.id))
                 for s in traj.steps[k:]:
                     steps.append(s.model_copy(update={"index": len(steps)}))
-                ids = [*traj.lineage.source_ids[:k], wrong.id, back.id, *traj.lineage.source_ids[k:]]
-                lineage = traj.lineage.model_copy(update={"source_ids": ids})
+                ids = list(traj.lineage.source_ids)
+                ids[k:k] = [wrong.id, f"back:{wrong.to_state}->{edge.from_state}"]
                 out.append(traj.model_copy(update={
-                    "id": stable_id("recovery", traj.id, wrong.id, back.id),
-                    "steps": steps, "lineage": lineage,
+                    "id": stable_id("recovery", traj.id, wrong.id),
+                    "steps": steps,
+                    "lineage": traj.lineage.model_copy(update={"source_ids": ids}),
                     "scores": {**traj.scores, "recovery": 1.0, "wrong_step": float(k), "recovery_step": float(k + 1)},
                 }))
                 made += 1

@@ -1,17 +1,19 @@
-"""The synthesis run: graph → paths → step and task calls → parsed, checked trajectories and rejects.
+"""The synthesis run: graph → goal plans → task calls → step calls → checked trajectories and rejects.
 
 ``synthesize_graph`` is the whole algorithm for one app graph and returns records; ``run_synthesis`` loads a
-graph directory, runs every app, optionally replays, and writes ``trajectories.parquet``,
+graph directory, optionally probes shortcuts and replays, and writes ``trajectories.parquet``,
 ``rejects.parquet`` and ``summary.json`` atomically (a rerun rewrites them with the same ids, so nothing is
 duplicated; the call cache makes the rerun free).
+
+Per plan and language there is one task call, then one step call per step (conditioned on the accepted task),
+so a bad answer costs only its own plan: an earlier goal on the same route has its own plan and its own calls.
+A bad answer is re-asked (``execute``) before the plan is rejected.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
-import tempfile
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,32 +21,42 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from pipelines.synthesis.accounting import Usage
+from pipelines.synthesis.answers import step_answer, task_answer
 from pipelines.synthesis.backends.base import Backend, Completion, Result
 from pipelines.synthesis.cache import CallCache
 from pipelines.synthesis.calls import Call, step_call, task_call
-from pipelines.synthesis.execute import CallExecutor
+from pipelines.synthesis.execute import DEFAULT_MAX_ATTEMPTS, CallExecutor
+from pipelines.synthesis.goals import GoalPlan, Planner
 from pipelines.synthesis.graph_input import AppGraph, GraphLoad, load_graphs
-from pipelines.synthesis.parse import StepText, SynthParseError, parse_step, parse_task
-from pipelines.synthesis.paths import GraphPath, PathConfig, sample_paths
+from pipelines.synthesis.navigation import Navigator
+from pipelines.synthesis.parse import StepText
 from pipelines.synthesis.verify.accepted import accepted_actions
-from pipelines.synthesis.verify.consistency import check_reasoning
 from pipelines.synthesis.verify.replay import StateIndex
-from schemas import BlobStore, Lineage, Reject, Step, Task, Trajectory, Transition, Verification
+from schemas import BlobStore, Lineage, Reject, Step, Task, Trajectory, Verification
 from schemas.base import stable_id
+from schemas.fileio import write_json_atomic
 from schemas.recordio import write_parquet
 
 STAGE_STEP = "synthesis.step"
-STAGE_PATH = "synthesis.path"
+STAGE_PLAN = "synthesis.plan"
 STAGE_TASK = "synthesis.task"
 CJK_RE = re.compile(r"[\u4e00-\u9fff]")
-PIPELINE_VERSION = "synthesis-1"
+PIPELINE_VERSION = "synthesis-2"
+
+
+@dataclass(frozen=True)
+class PlanConfig:
+    max_steps: int = 14  # plans longer than this (terminal step included) are not synthesized
+    kinds: tuple[str, ...] = ("screen", "item", "answer", "create", "edit", "setting")
+    max_plans: int = 500
 
 
 @dataclass
 class SynthConfig:
-    paths: PathConfig = field(default_factory=PathConfig)
+    plans: PlanConfig = field(default_factory=PlanConfig)
     languages: list[str] | None = None  # None: from the crawl locale (zh crawls get zh and en)
     batch_size: int = 16
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS
 
 
 class BackendInfo(Protocol):
@@ -61,7 +73,7 @@ class BackendInfo(Protocol):
 class GraphOutput:
     trajectories: list[Trajectory] = field(default_factory=list)
     rejects: list[Reject] = field(default_factory=list)
-    paths: int = 0
+    plans: int = 0
 
 
 def crawl_languages(graph: AppGraph) -> list[str]:
@@ -79,145 +91,160 @@ def crawl_languages(graph: AppGraph) -> list[str]:
     return ["zh", "en"] if letters and len(CJK_RE.findall(text)) / letters > 0.3 else ["en"]
 
 
-def _reject(record_id: str, stage: str, reason: str, detail: str, payload: str = "") -> Reject:
-    return Reject(record_id=record_id, stage=stage, reason=reason, detail=detail[:2000], payload=payload)
-
-
-def _check_step(graph: AppGraph, call: Call, result: Result, edge: Transition) -> StepText | Reject:
-    edge_id = edge.id
-    if not isinstance(result, Completion):
-        return _reject(edge_id, STAGE_STEP, f"backend_{result.reason}", result.detail,
-                       json.dumps(call.payload, ensure_ascii=False))
-    obs = graph.observation(edge.from_observation_id)
-    try:
-        text = parse_step(result.text, edge.action, obs)
-    except SynthParseError as exc:
-        return _reject(edge_id, STAGE_STEP, exc.reason, exc.detail, result.text)
-    target = obs.element(edge.action.target_element_id) if edge.action.target_element_id else None
-    problem = check_reasoning(text.reasoning, edge.action, target)
-    if problem:
-        return _reject(edge_id, STAGE_STEP, problem, f"reasoning: {text.reasoning!r}", result.text)
-    return text
-
-
-def plan_steps(graph: AppGraph, paths: list[GraphPath], language: str) -> dict[str, Call]:
-    """One step call per distinct edge of the paths, in edge-id order (the order results and rejects follow)."""
-    edges = {e.id: e for p in paths for e in p.edges}
-    return {eid: step_call(graph, edges[eid], language) for eid in sorted(edges)}
-
-
-def check_steps(graph: AppGraph, paths: list[GraphPath], calls: dict[str, Call], results: dict[str, Result],
-                language: str) -> tuple[dict[str, StepText | Reject], list[Reject]]:
-    """Parse and check every step answer; a bad one becomes a reject whose id is ``edge:language``."""
-    edges = {e.id: e for p in paths for e in p.edges}
-    steps: dict[str, StepText | Reject] = {}
-    rejects: list[Reject] = []
-    for eid in calls:
-        steps[eid] = _check_step(graph, calls[eid], results[eid], edges[eid])
-        if isinstance(steps[eid], Reject):
-            steps[eid].record_id = f"{eid}:{language}"
-            rejects.append(steps[eid])
-    return steps, rejects
-
-
-ReadyPath = tuple[GraphPath, list[StepText], Call]
-
-
-def plan_tasks(graph: AppGraph, paths: list[GraphPath], calls: dict[str, Call],
-               steps: dict[str, StepText | Reject], language: str) -> tuple[list[ReadyPath], list[Reject]]:
-    """A task call for every path whose steps all passed; a path with a rejected step is rejected whole."""
-    ready: list[ReadyPath] = []
-    rejects: list[Reject] = []
-    for path in paths:
-        path_id = stable_id("path", graph.app_id, *path.key)
-        bad = [eid for eid in path.key if isinstance(steps[eid], Reject)]
-        if bad:
-            reasons = ", ".join(sorted({steps[b].reason for b in bad}))  # type: ignore[union-attr]
-            rejects.append(_reject(f"{path_id}:{language}", STAGE_PATH, "contains_rejected_step",
-                                   f"steps {bad} rejected ({reasons})", json.dumps(path.key)))
-            continue
-        texts = [steps[eid] for eid in path.key]
-        tcall = task_call(graph, path.edges, [t.instruction for t in texts], language,  # type: ignore[union-attr]
-                          [calls[eid].payload for eid in path.key])
-        ready.append((path, texts, tcall))  # type: ignore[arg-type]
-    return ready, rejects
-
-
-def finish_tasks(graph: AppGraph, ready: list[ReadyPath], results: list[Result], language: str,
-                 backend: BackendInfo) -> tuple[list[Trajectory], list[Reject]]:
-    """Parse every task answer and build the trajectories (or task rejects), in path order."""
-    trajs: list[Trajectory] = []
-    rejects: list[Reject] = []
-    for (path, texts, tcall), result in zip(ready, results, strict=True):
-        traj_id = stable_id("traj", graph.app_id, language, backend.model_id, backend.prompt_version, *path.key)
-        if not isinstance(result, Completion):
-            rejects.append(_reject(traj_id, STAGE_TASK, f"backend_{result.reason}", result.detail,
-                                   json.dumps(tcall.payload, ensure_ascii=False)))
-            continue
-        try:
-            task, repairs = parse_task(result.text)
-        except SynthParseError as exc:
-            rejects.append(_reject(traj_id, STAGE_TASK, exc.reason, exc.detail, result.text))
-            continue
-        trajs.append(build_trajectory(graph, path, texts, task, language, backend, traj_id,
-                                      len(repairs) + sum(len(t.repairs) for t in texts)))
-    return trajs, rejects
-
-
-def synthesize_graph(graph: AppGraph, executor: CallExecutor, config: SynthConfig,
-                     paths: list[GraphPath] | None = None) -> GraphOutput:
-    """Synthesize every sampled path of one graph in every language; returns trajectories and rejects.
-
-    The phases (``plan_steps`` → ``check_steps`` → ``plan_tasks`` → ``finish_tasks``) are separate functions
-    because the Beam pipeline (``beam_pipeline``) runs the very same phases around RunInference: one
-    algorithm, two ways of answering calls, identical records.
-    """
-    backend = executor.backend
-    out = GraphOutput()
-    paths = paths if paths is not None else sample_paths(graph, config.paths)
-    out.paths = len(paths)
-    for language in languages_for(graph, config):
-        calls = plan_steps(graph, paths, language)
-        results = dict(zip(calls, executor.run(list(calls.values())), strict=True))
-        steps, step_rejects = check_steps(graph, paths, calls, results, language)
-        ready, path_rejects = plan_tasks(graph, paths, calls, steps, language)
-        executor.on_progress(len(path_rejects))  # skipped paths count as done in the progress total
-        trajs, task_rejects = finish_tasks(graph, ready, executor.run([c for _, _, c in ready]), language, backend)
-        out.trajectories += trajs
-        out.rejects += step_rejects + path_rejects + task_rejects
-    return out
-
-
 def languages_for(graph: AppGraph, config: SynthConfig) -> list[str]:
     return list(config.languages or crawl_languages(graph))
 
 
-def planned_calls(graph: AppGraph, paths: list[GraphPath], config: SynthConfig) -> int:
-    """How many call lookups synthesizing ``paths`` makes (steps plus tasks, per language): the progress total."""
-    edges = {e.id for p in paths for e in p.edges}
-    return (len(edges) + len(paths)) * len(languages_for(graph, config))
+def select_plans(graph: AppGraph, config: SynthConfig) -> list[GoalPlan]:
+    """The goal plans of a graph that the config asks for, in a stable order."""
+    cfg = config.plans
+    plans = [p for p in Planner(graph).plans() if p.kind in cfg.kinds and len(p.steps) <= cfg.max_steps]
+    return plans[: cfg.max_plans]
 
 
-def build_trajectory(graph: AppGraph, path: GraphPath, texts: list[StepText], task: str, language: str,
-                     backend: BackendInfo, traj_id: str, repairs: int) -> Trajectory:
+def _reject(record_id: str, stage: str, reason: str, detail: str, payload: str = "") -> Reject:
+    return Reject(record_id=record_id, stage=stage, reason=reason, detail=detail[:2000], payload=payload)
+
+
+def variant_of(graph: AppGraph, language: str) -> str:
+    return f"{graph.device}:{language}"
+
+
+def traj_id(graph: AppGraph, plan: GoalPlan, language: str, backend: BackendInfo) -> str:
+    return stable_id("traj", graph.app_id, language, backend.model_id, backend.prompt_version, *plan.key)
+
+
+def plan_task_calls(graph: AppGraph, plans: list[GoalPlan], language: str) -> dict[str, Call]:
+    """One task call per plan, keyed by plan id (the order results and rejects follow)."""
+    variant = variant_of(graph, language)
+    return {p.plan_id: task_call(graph, p, language, variant) for p in plans}
+
+
+def finish_tasks(graph: AppGraph, plans: list[GoalPlan], calls: dict[str, Call], results: dict[str, Result],
+                 language: str, backend: BackendInfo) -> tuple[dict[str, tuple[str, int]], list[Reject]]:
+    """Accepted task texts per plan id (with their repair count), and a reject for every plan without one."""
+    tasks: dict[str, tuple[str, int]] = {}
+    rejects: list[Reject] = []
+    for plan in plans:
+        result = results[plan.plan_id]
+        tid = traj_id(graph, plan, language, backend)
+        if not isinstance(result, Completion):
+            rejects.append(_reject(tid, STAGE_TASK, result.reason, result.detail,
+                                   json.dumps(calls[plan.plan_id].payload, ensure_ascii=False)))
+            continue
+        task, repairs = task_answer(calls[plan.plan_id].payload, result.text)
+        tasks[plan.plan_id] = (task, len(repairs))
+    return tasks, rejects
+
+
+def step_key(plan: GoalPlan, index: int) -> str:
+    return f"{plan.plan_id}:{index}"
+
+
+def plan_step_calls(graph: AppGraph, plans: list[GoalPlan], tasks: dict[str, tuple[str, int]],
+                    language: str) -> dict[str, Call]:
+    """Step calls of every plan with an accepted task, keyed ``plan_id:index``."""
+    variant = variant_of(graph, language)
+    calls: dict[str, Call] = {}
+    for plan in plans:
+        if plan.plan_id not in tasks:
+            continue
+        task = tasks[plan.plan_id][0]
+        for i in range(len(plan.steps)):
+            calls[step_key(plan, i)] = step_call(graph, plan, i, task, language, variant)
+    return calls
+
+
+def finish_plans(graph: AppGraph, plans: list[GoalPlan], tasks: dict[str, tuple[str, int]],
+                 calls: dict[str, Call], results: dict[str, Result], language: str,
+                 backend: BackendInfo) -> tuple[list[Trajectory], list[Reject]]:
+    """Trajectories of the plans whose steps all have accepted answers; a reject per failed step and plan."""
+    nav = Navigator(graph)
+    trajs: list[Trajectory] = []
+    rejects: list[Reject] = []
+    for plan in plans:
+        if plan.plan_id not in tasks:
+            continue
+        tid = traj_id(graph, plan, language, backend)
+        texts: list[StepText] = []
+        bad: list[int] = []
+        for i in range(len(plan.steps)):
+            key = step_key(plan, i)
+            result = results[key]
+            if not isinstance(result, Completion):
+                bad.append(i)
+                rejects.append(_reject(f"{tid}:{i}", STAGE_STEP, result.reason, result.detail,
+                                       json.dumps(calls[key].payload, ensure_ascii=False)))
+                continue
+            texts.append(step_answer(calls[key].payload, result.text))
+        if bad:
+            reasons = sorted({r.reason for r in rejects if r.record_id.startswith(tid + ":")})
+            rejects.append(_reject(tid, STAGE_PLAN, "contains_rejected_step",
+                                   f"steps {bad} of {len(plan.steps)} rejected ({', '.join(reasons)})",
+                                   json.dumps(list(plan.key))))
+            continue
+        task, task_repairs = tasks[plan.plan_id]
+        trajs.append(build_trajectory(graph, nav, plan, texts, task, language, backend, tid,
+                                      task_repairs + sum(len(t.repairs) for t in texts)))
+    return trajs, rejects
+
+
+def synthesize_graph(graph: AppGraph, executor: CallExecutor, config: SynthConfig,
+                     plans: list[GoalPlan] | None = None) -> GraphOutput:
+    """Synthesize every goal plan of one graph in every language; returns trajectories and rejects.
+
+    The phases (``plan_task_calls`` → ``finish_tasks`` → ``plan_step_calls`` → ``finish_plans``) are separate
+    functions because the Beam pipeline (``beam_pipeline``) runs the very same phases around RunInference: one
+    algorithm, two ways of answering calls, identical records.
+    """
+    backend = executor.backend
+    out = GraphOutput()
+    plans = plans if plans is not None else select_plans(graph, config)
+    out.plans = len(plans)
+    for language in languages_for(graph, config):
+        tcalls = plan_task_calls(graph, plans, language)
+        tresults = dict(zip(tcalls, executor.run(list(tcalls.values())), strict=True))
+        tasks, task_rejects = finish_tasks(graph, plans, tcalls, tresults, language, backend)
+        scalls = plan_step_calls(graph, plans, tasks, language)
+        executor.on_progress(sum(len(p.steps) for p in plans if p.plan_id not in tasks))
+        sresults = dict(zip(scalls, executor.run(list(scalls.values())), strict=True))
+        trajs, step_rejects = finish_plans(graph, plans, tasks, scalls, sresults, language, backend)
+        out.trajectories += trajs
+        out.rejects += task_rejects + step_rejects
+    return out
+
+
+def planned_calls(graph: AppGraph, plans: list[GoalPlan], config: SynthConfig) -> int:
+    """How many call lookups synthesizing ``plans`` makes (tasks plus steps, per language): the progress total."""
+    return sum(1 + len(p.steps) for p in plans) * len(languages_for(graph, config))
+
+
+def build_trajectory(graph: AppGraph, nav: Navigator, plan: GoalPlan, texts: list[StepText], task: str,
+                     language: str, backend: BackendInfo, tid: str, repairs: int) -> Trajectory:
+    by_id = {t.id: t for t in graph.transitions}
     steps = []
-    for i, (edge, text) in enumerate(zip(path.edges, texts, strict=True)):
-        obs = graph.observation(edge.from_observation_id)
-        steps.append(Step(index=i, observation=obs, action=edge.action, instruction=text.instruction,
-                          reasoning=text.reasoning, accepted_actions=accepted_actions(graph, edge, obs),
-                          next_observation_id=edge.to_observation_id))
+    for i, (ps, text) in enumerate(zip(plan.steps, texts, strict=True)):
+        obs = graph.observation(ps.observation_id)
+        edge = by_id.get(ps.edge_id or "")
+        accepted = accepted_actions(nav, graph, edge, obs, ps.action) if edge is not None else []
+        steps.append(Step(index=i, observation=obs, action=ps.action, instruction=text.instruction,
+                          reasoning=text.reasoning, accepted_actions=accepted,
+                          next_observation_id=ps.next_observation_id))
     first = steps[0].observation
+    scores = {"repairs": float(repairs), f"goal_{plan.kind}": 1.0,
+              "unprobed_shortcuts": float(len(plan.unprobed))}
     return Trajectory(
-        id=traj_id,
-        task=Task(id=stable_id("task", traj_id), instruction=task, app_id=graph.app_id, language=language),
+        id=tid,
+        task=Task(id=stable_id("task", tid), instruction=task, app_id=graph.app_id, language=language,
+                  goal=plan.goal),
         steps=steps,
         app_id=graph.app_id,
         app_version=first.app_version,
         platform=str(first.platform),
-        scores={"repairs": float(repairs), "path_" + path.kind: 1.0},
+        scores=scores,
         lineage=Lineage(source="crawl", crawl_run=graph.crawl_run, device=first.device.name,
                         synthesizer_model=backend.model_id, prompt_version=backend.prompt_version,
-                        pipeline_version=PIPELINE_VERSION, source_ids=list(path.key)),
+                        pipeline_version=PIPELINE_VERSION, source_ids=list(plan.edge_ids)),
     )
 
 
@@ -226,9 +253,10 @@ class RunReport:
     trajectories: list[Trajectory]
     rejects: list[Reject]
     summary: dict[str, Any]
+    blob_roots: dict[str, Path] = field(default_factory=dict)  # app id → its screenshots (noise writes there)
 
 
-def summarize(trajs: list[Trajectory], rejects: list[Reject], paths: int, usage: Usage) -> dict[str, Any]:
+def summarize(trajs: list[Trajectory], rejects: list[Reject], plans: int, usage: Usage) -> dict[str, Any]:
     by_app: dict[str, dict[str, Any]] = {}
     for t in trajs:
         app = by_app.setdefault(t.app_id, {"tasks": 0, "replayed": 0, "replay_failed": 0})
@@ -241,21 +269,15 @@ def summarize(trajs: list[Trajectory], rejects: list[Reject], paths: int, usage:
         tried = app["replayed"] + app["replay_failed"]
         app["executability"] = round(app["replayed"] / tried, 4) if tried else None
     return {
-        "paths": paths,
+        "plans": plans,
         "tasks": len(trajs),
+        "goal_kinds": dict(Counter(str(t.task.goal.kind) for t in trajs if t.task.goal is not None)),
         "languages": dict(Counter(t.task.language for t in trajs)),
         "rejects": len(rejects),
         "rejects_by_reason": dict(Counter(f"{r.stage}:{r.reason}" for r in rejects).most_common()),
         "apps": by_app,
         "usage": usage.as_dict(),
     }
-
-
-def _write_json(data: dict[str, Any], path: Path) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        json.dump(data, f, ensure_ascii=False, indent=2)
-    os.replace(tmp, path)
 
 
 Replayer = Callable[[list[Trajectory], StateIndex], list[Trajectory]]
@@ -278,18 +300,19 @@ def prepare_run(graph_dir: str | Path, out_dir: str | Path, backend: Backend) ->
 
 
 def finish_run(out: Path, loaded: GraphLoad, backend: BackendInfo, trajs: list[Trajectory], rejects: list[Reject],
-               n_paths: int, usage: Usage, replay: Replayer | None) -> RunReport:
+               n_plans: int, usage: Usage, replay: Replayer | None) -> RunReport:
     """Replay (optional), then write trajectories, rejects and the summary atomically."""
     if replay is not None and trajs:
         trajs = replay(trajs, StateIndex(loaded.graphs.values()))
     write_parquet(trajs, out / "trajectories.parquet", "trajectory")
     write_parquet(rejects, out / "rejects.parquet", "reject")
-    summary = summarize(trajs, rejects, n_paths, usage)
+    summary = summarize(trajs, rejects, n_plans, usage)
     summary.update(backend=backend.model_id, prompt_version=backend.prompt_version)
     if replay is not None:
         summary["replay_failures"] = dict(getattr(replay, "failures", {}))
-    _write_json(summary, out / "summary.json")
-    return RunReport(trajs, rejects, summary)
+    write_json_atomic(out / "summary.json", summary)
+    roots = {g.app_id: g.blob_root for g in loaded.graphs.values() if g.blob_root is not None}
+    return RunReport(trajs, rejects, summary, roots)
 
 
 def run_synthesis(graph_dir: str | Path, out_dir: str | Path, backend: Backend, config: SynthConfig | None = None,
@@ -306,20 +329,20 @@ def run_synthesis(graph_dir: str | Path, out_dir: str | Path, backend: Backend, 
     usage = usage or Usage()
     out, loaded = prepare_run(graph_dir, out_dir, backend)
     cache = CallCache(cache_dir if cache_dir is not None else out / "cache")
-    paths = {key: sample_paths(g, config.paths) for key, g in loaded.graphs.items()}
-    total = sum(planned_calls(loaded.graphs[key], p, config) for key, p in paths.items())
+    plans = {key: select_plans(g, config) for key, g in loaded.graphs.items()}
+    total = sum(planned_calls(loaded.graphs[key], p, config) for key, p in plans.items())
     tick = progress("calls", total) if progress else None
-    executor = CallExecutor(backend, cache, usage, config.batch_size, tick)
+    executor = CallExecutor(backend, cache, usage, config.batch_size, tick, config.max_attempts)
     trajs: list[Trajectory] = []
     rejects = list(loaded.rejects)
-    n_paths = 0
+    n_plans = 0
     for key, graph in loaded.graphs.items():
         if backend.needs_images:
             backend.image_source = BlobStore(graph.blob_root).get  # type: ignore[arg-type]
-        result = synthesize_graph(graph, executor, config, paths[key])
+        result = synthesize_graph(graph, executor, config, plans[key])
         trajs += result.trajectories
         rejects += result.rejects
-        n_paths += result.paths
+        n_plans += result.plans
         if extra is not None:
             trajs += extra(graph, result.trajectories)
-    return finish_run(out, loaded, backend, trajs, rejects, n_paths, usage, replay)
+    return finish_run(out, loaded, backend, trajs, rejects, n_plans, usage, replay)

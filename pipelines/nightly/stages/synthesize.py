@@ -64,8 +64,7 @@ class CachedReplayer:
 def run(ctx: RunContext, p: dict[str, Any]) -> dict[str, Any]:
     from pipelines.synthesis.accounting import Usage
     from pipelines.synthesis.factory import make_backend
-    from pipelines.synthesis.paths import PathConfig
-    from pipelines.synthesis.runner import SynthConfig, run_synthesis
+    from pipelines.synthesis.runner import PlanConfig, SynthConfig, run_synthesis
     from pipelines.synthesis.verify.replay import ExplorerReplayer
 
     s = ctx.loaded.config.synthesis
@@ -80,9 +79,9 @@ def run(ctx: RunContext, p: dict[str, Any]) -> dict[str, Any]:
         replay = CachedReplayer(ExplorerReplayer(dev.url, dev.kind, apps={a.id: a for a in cfg.apps}),
                                 ctx.workspace / "replay-cache.json")
     out = ctx.workspace / "synth" / ctx.run_id
-    paths = PathConfig(**s.paths.model_dump())
+    plans = PlanConfig(max_steps=s.plans.max_steps, kinds=tuple(s.plans.kinds), max_plans=s.plans.max_plans)
     try:
-        report = run_synthesis(ctx.graph_dir, out, backend, SynthConfig(paths=paths, languages=s.languages),
+        report = run_synthesis(ctx.graph_dir, out, backend, SynthConfig(plans=plans, languages=s.languages),
                                cache_dir=ctx.workspace / "synth-cache", usage=usage, replay=replay)
     except (ValueError, FileNotFoundError) as exc:
         raise StageFailed(f"synthesis: {exc}") from exc
@@ -94,7 +93,7 @@ def run(ctx: RunContext, p: dict[str, Any]) -> dict[str, Any]:
     summary = report.summary
     return {
         "trajectories": ctx.rel(out / "trajectories.parquet"), "rejects_file": ctx.rel(out / "rejects.parquet"),
-        "paths": summary["paths"], "tasks": summary["tasks"], "new_tasks": len(ids - prev_ids),
+        "plans": summary["plans"], "tasks": summary["tasks"], "new_tasks": len(ids - prev_ids),
         "rejects": summary["rejects"], "rejects_by_reason": summary["rejects_by_reason"],
         "apps": summary["apps"], "usage": summary["usage"], "backend": summary.get("backend"),
         "replayed": replay.replayed if replay else 0, "replay_reused": replay.reused if replay else 0,

@@ -83,13 +83,22 @@ def load_images(backend: Backend, call: Call) -> list[bytes] | Failure:
     return out
 
 
+# What the checks use but the model must not see: the executed action in full and the next screen's texts.
+HIDDEN_KEYS = ("expect",)
+
+
 def user_text(prompts: PromptSet, call: Call) -> str:
     """The user-turn text of a call for a model backend: the versioned template with the data quoted."""
     template = prompts.step if call.kind == "step" else prompts.task
-    data: Any = call.payload
-    return prompts.render(
+    data: Any = {k: v for k, v in call.payload.items() if k not in HIDDEN_KEYS}
+    text = prompts.render(
         template,
         data=render_data(data),
         language_name=prompts.language_name(call.payload.get("language", "en")),
         app_id=str(call.payload.get("app_id", "")).replace("<", "").replace(">", ""),
     )
+    if call.attempt and call.feedback:
+        reason = "".join(ch for ch in call.feedback if ch.isalnum() or ch == "_")[:60]
+        text += (f"\nYour previous answer to this request was rejected ({reason}). Answer again, correcting that, "
+                 "in exactly the format asked for.")
+    return text

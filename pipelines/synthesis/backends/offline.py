@@ -1,24 +1,40 @@
 """The offline default: a deterministic, rule-based synthesizer (en + zh) that needs no model.
 
-It reads only a call's payload (element labels and roles, the action, screen names before and after) and
-writes the same text a VLM is asked for (``<think>…</think><answer>{json}</answer>`` for a step,
-``{"task": …}`` for a path), so its output goes through the same parser and checks as a model's. Phrases
-come from the versioned ``offline.json`` of the prompt set, so wording changes are versioned like prompts.
+It reads only a call's payload — the plan's goal facts for a task call; the task, the goal, the history, the
+current screen and the action for a step call — and writes the same text a VLM is asked for (``{"task": …}``,
+``<think>…</think><answer>{json}</answer>``), so its output goes through the same parser and checks as a
+model's. Wording comes from the versioned ``offline.json`` of the prompt set: several phrasings per goal kind and
+step role, picked by a hash of the call's ``variant`` (device profile and language) and the plan, so one goal
+crawled on a phone and on a desktop reads like two users asking, while a rerun writes the same text.
+
+The reasoning is written *before* the action: it names what this screen shows (its heading, the target's
+label), which part of the task is done (the history), and why this action is next — never the screen the
+action leads to.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 from collections.abc import Sequence
 from typing import Any
 
 from pipelines.synthesis.backends.base import Backend, Completion, Result
 from pipelines.synthesis.calls import Call
-from pipelines.synthesis.paths import COMMIT_WORDS
 from pipelines.synthesis.prompts import PromptSet
+from pipelines.synthesis.screens import gloss, noun_from_heading
 
-POINTED = {"Click", "LongPress"}
-CHOICE_ROLES = {"radio", "checkbox", "switch", "option", "menuitemradio", "menuitemcheckbox"}
+
+def _pick(options: list[str] | str, *seed: object) -> str:
+    if isinstance(options, str):
+        return options
+    digest = hashlib.sha256("\x1f".join(str(s) for s in seed).encode("utf-8")).digest()
+    return options[int.from_bytes(digest[:4], "big") % len(options)]
+
+
+def _cap(text: str) -> str:
+    return text[:1].upper() + text[1:] if text else text
 
 
 class OfflineBackend(Backend):
@@ -27,78 +43,175 @@ class OfflineBackend(Backend):
     def __init__(self, prompts: PromptSet, model: str = "rules"):
         super().__init__(prompts, model)
         self.phrases = prompts.offline
+        self.field_kinds = {k: re.compile(v, re.IGNORECASE) for k, v in self.phrases["field_kinds"].items()}
+        self.group_kinds = {k: re.compile(v, re.IGNORECASE) for k, v in self.phrases["group_kinds"].items()}
 
     def run(self, calls: Sequence[Call]) -> list[Result]:
         return [Completion(self.step_text(c.payload) if c.kind == "step" else self.task_text(c.payload))
                 for c in calls]
 
-    # --- steps ---------------------------------------------------------------------------------------------
-
     def _lang(self, payload: dict[str, Any]) -> str:
-        lang = payload.get("language", "en")
-        return lang if lang in self.phrases["step"] else "en"
+        lang = str(payload.get("language", "en"))
+        return lang if lang in self.phrases["task"] else "en"
 
-    def _value(self, lang: str, action: dict[str, Any]) -> str:
-        value = str(action.get("value") or "")
-        if action["action_type"] in ("Scroll", "Swipe"):
-            return self.phrases.get("directions", {}).get(lang, {}).get(value, value)
-        return value
+    # --- the goal, in words ------------------------------------------------------------------------------
+
+    def _noun(self, lang: str, goal: dict[str, Any]) -> str:
+        noun = goal.get("noun") or noun_from_heading(goal.get("form") or "")
+        if lang == "zh":
+            return "" if noun and noun.isascii() else noun
+        return noun or self.phrases["task"][lang]["noun"]
+
+    def _field_kind(self, label: str) -> str:
+        for kind, rx in self.field_kinds.items():
+            if rx.search(label):
+                return kind
+        return "other"
+
+    def _fields(self, lang: str, goal: dict[str, Any], table: str) -> str:
+        t = self.phrases["task"][lang]
+        parts = [t[table][self._field_kind(label)].format(value=value, label=label.lower() if lang == "en" else label)
+                 for label, value in goal.get("fields") or []]
+        return t["and"].join(parts)
+
+    def _choices(self, lang: str, goal: dict[str, Any]) -> str:
+        t = self.phrases["task"][lang]
+        parts = []
+        for group, option in goal.get("choices") or []:
+            name = gloss(option, lang)
+            kind = next((k for k, rx in self.group_kinds.items() if group and rx.search(group)), "other")
+            if kind == "other" and not group:
+                kind = "bare"
+            parts.append(t["choice"][kind].format(option=name, option_lc=name.lower(), group=group,
+                                                  group_lc=group.lower()))
+        return t["and"].join(parts)
+
+    def _shape(self, goal: dict[str, Any]) -> str:
+        """Which phrasing family a goal takes: its kind, refined (a dialog, an item's screen, a plain rename)."""
+        kind = goal["kind"]
+        if kind == "screen":
+            if goal.get("is_form") and not goal.get("dialog") and not goal.get("item"):
+                return "form"
+            base = "dialog" if goal.get("dialog") else "screen"
+            return f"{base}_of_item" if goal.get("item") else base
+        if kind == "edit":
+            fields = goal.get("fields") or []
+            if len(fields) == 1 and self._field_kind(fields[0][0]) == "title":
+                return "rename"
+        return kind
+
+    def _values(self, lang: str, goal: dict[str, Any]) -> dict[str, str]:
+        fields = goal.get("fields") or []
+        changes = self._choices(lang, goal) if goal["kind"] == "setting" else self._fields(lang, goal, "change")
+        return {
+            "target": goal.get("target") or goal.get("form") or "",
+            "item": goal.get("item") or "",
+            "noun": self._noun(lang, goal),
+            "fields": self._fields(lang, goal, "field"),
+            "changes": changes,
+            "Changes": _cap(changes),
+            "value": fields[0][1] if fields else "",
+            "first_value": fields[0][1] if fields else "",
+            "answer": goal.get("answer") or "",
+        }
+
+    def goal_phrase(self, lang: str, goal: dict[str, Any]) -> str:
+        return self.phrases["task"][lang]["goal"][self._shape(goal)].format(**self._values(lang, goal))
+
+    def task_text(self, payload: dict[str, Any]) -> str:
+        lang = self._lang(payload)
+        goal = payload["goal"]
+        shape = self._shape(goal)
+        template = _pick(self.phrases["task"][lang][shape], payload.get("variant", ""), json.dumps(goal,
+                                                                                              sort_keys=True))
+        task = template.format(**self._values(lang, goal))
+        task = " ".join(task.split())
+        return json.dumps({"task": _cap(task) if lang == "en" else task}, ensure_ascii=False)
+
+    # --- steps -------------------------------------------------------------------------------------------
+
+    def _direction(self, lang: str, value: str) -> str:
+        return self.phrases.get("directions", {}).get(lang, {}).get(value, value)
 
     def instruction(self, payload: dict[str, Any]) -> str:
         lang = self._lang(payload)
         action, target = payload["action"], payload.get("target") or {}
         name = action["action_type"]
-        template = self.phrases["step"][lang].get(name, name)
+        template = self.phrases["instruction"][lang].get(name, name)
         roles = self.phrases["roles"][lang]
         label = target.get("label") or ""
         if not label and action.get("point_2d"):
             label = "[{}, {}]".format(*action["point_2d"])
         role = roles.get(target.get("role", ""), roles[""])
-        return template.format(label=label, role=role, value=self._value(lang, action)).strip()
+        value = str(action.get("value") or "")
+        if name in ("Scroll", "Swipe"):
+            value = self._direction(lang, value)
+        return " ".join(template.format(label=label, role=role, value=value).split())
+
+    def _here(self, lang: str, payload: dict[str, Any], seed: str) -> str:
+        r = self.phrases["reasoning"][lang]
+        screen = payload["screen"].get("screen") or ""
+        if not screen:
+            return _pick(r["here_unnamed"], seed, "here")
+        return _pick(r["here"], seed, "here").format(screen=screen)
+
+    def _progress(self, lang: str, payload: dict[str, Any]) -> str:
+        """What the form already holds (the steps before this one), for fill, choose and commit steps."""
+        role = payload["role"]
+        done = payload.get("fields_done") or []
+        if role not in ("fill", "choose", "commit") or not done:
+            return ""
+        joined = self.phrases["task"][lang]["and"].join(f"“{f}”" for f in done[-2:])
+        template = self.phrases["reasoning"][lang]["progress"][role]
+        return template.format(done=joined)
 
     def reasoning(self, payload: dict[str, Any], instruction: str) -> str:
         lang = self._lang(payload)
-        before, after = payload["before"]["screen"], payload["after"]["screen"]
+        r = self.phrases["reasoning"][lang]
+        goal = payload["goal"]
+        role = payload["role"]
+        seed = f"{payload.get('variant', '')}\x1f{payload.get('task', '')}\x1f{payload.get('step', 0)}"
         target = payload.get("target") or {}
-        goals = self.phrases["goals"][lang]
-        if payload["action"]["action_type"] in ("Write", "Select"):
-            goal = goals["fill"].format(label=target.get("label") or "", after=after)
-        elif after != before:
-            goal = goals["reach"].format(label=target.get("label") or "", after=after)
-        else:
-            goal = goals["stay"]
-        lc = instruction[:1].lower() + instruction[1:] if lang == "en" else instruction
-        return self.phrases["reasoning"][lang].format(screen=before, goal=goal, instruction=instruction,
-                                                      instruction_lc=lc)
+        roles = self.phrases["roles"][lang]
+        values = self._values(lang, goal)
+        label = target.get("label") or ""
+        fmt = {
+            **values,
+            "here": self._here(lang, payload, seed),
+            "goal": self.goal_phrase(lang, goal),
+            "label": label,
+            "role": roles.get(target.get("role", ""), roles[""]),
+            "field": payload.get("field") or label,
+            "value": str(payload["action"].get("value") or ""),
+            "group": payload.get("field") or r["group_fallback"],
+            "progress": self._progress(lang, payload),
+            "screen": payload["screen"].get("screen") or "",
+        }
+        if role == "navigate":
+            if goal["kind"] in ("item", "answer", "edit") and label and label == (goal.get("item") or goal.get(
+                    "target")) and target.get("role") == "link":
+                family = "navigate_item"
+            elif payload.get("last_navigation"):
+                family = "navigate_form" if goal["kind"] in ("create", "edit", "setting") else "navigate_final"
+            else:
+                family = "navigate_on"
+            text = _pick(r[family], seed).format(**fmt)
+        elif role in ("fill", "choose"):
+            text = _pick(r[role], seed).format(**fmt)
+        elif role == "commit":
+            purpose = r["purpose"].get(goal["kind"], r["purpose"]["other"]).format(**fmt)
+            text = _pick(r["commit"], seed).format(**{**fmt, "purpose": purpose})
+        elif role == "answer":
+            text = _pick(r["answer"], seed).format(**fmt)
+        else:  # finish
+            kind = self._shape(goal) if goal["kind"] == "screen" else goal["kind"]
+            kind = {"dialog_of_item": "dialog", "screen_of_item": "screen"}.get(kind, kind)
+            kind = kind if kind in r["finish"] else "screen"
+            text = _pick(r["finish"][kind], seed).format(**fmt)
+        return " ".join(text.split())
 
     def step_text(self, payload: dict[str, Any]) -> str:
         instruction = self.instruction(payload)
         answer = {"action_description": instruction, **payload["action"]}
         think = self.reasoning(payload, instruction)
         return f"<think>{think}</think><answer>{json.dumps(answer, ensure_ascii=False)}</answer>"
-
-    # --- tasks ---------------------------------------------------------------------------------------------
-
-    def task_text(self, payload: dict[str, Any]) -> str:
-        lang = self._lang(payload)
-        t = self.phrases["task"][lang]
-        clauses: list[str] = []
-        fields: list[str] = []
-        last_commit = False
-        for step in payload["actions"]:
-            action, target = step["action"], step.get("target") or {}
-            label = target.get("label") or ""
-            last_commit = False
-            if action["action_type"] in ("Write", "Select"):
-                fields.append(t["field"].format(value=action["value"], label=label))
-            elif action["action_type"] == "Click" and target.get("role") in CHOICE_ROLES and label:
-                fields.append(t["choice"].format(label=label))
-            elif action["action_type"] == "Click" and fields and COMMIT_WORDS.search(label):
-                clauses.append(t["fill"].format(fields=t["and"].join(fields), commit=label))
-                fields, last_commit = [], True
-        if not last_commit:
-            clauses.append(t["open"].format(screen=payload["end"]["screen"]))
-        task = t["then"].join(clauses[-3:])
-        if lang == "en":
-            task = task[:1].upper() + task[1:]
-        return json.dumps({"task": task}, ensure_ascii=False)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-DEFAULT_VERSION = "v1"
+DEFAULT_VERSION = "v2"
 FILES = ("system.txt", "step.txt", "task.txt", "offline.json")
 
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from pipelines.synthesis.graph_input import AppGraph
-from schemas import Action, DeviceProfile, Observation, Trajectory, Verification
+from schemas import Action, ActionType, DeviceProfile, Observation, Step, Trajectory, Verification
 
 
 class ReplayDevice(Protocol):
@@ -103,19 +103,73 @@ def screen_features(screen: Any) -> Any:
     return features(screen, with_phash=False)
 
 
+TERMINAL = {ActionType.DONE, ActionType.ANSWER}
+
+
+def ground(step: Step, screen: Any) -> Action | None:
+    """``step.action`` re-targeted on a live screen: its target found by stable identity, not by position.
+
+    The recorded coordinates belong to the capture the step shows; on a fresh device a list may be shorter or
+    a banner taller. The target is looked up on the live screen by ``screens.element_key`` and occurrence and
+    the action moves to its centre; None when the live screen has no such element (the task needs something
+    the fresh app does not have).
+    """
+    from pipelines.synthesis.screens import element_key, occurrence
+
+    a = step.action
+    el = step.observation.element(a.target_element_id) if a.target_element_id else None
+    if el is None:
+        return a
+    key, nth = element_key(el), occurrence(step.observation, el)
+    live = [w.element for w in screen.widgets if element_key(w.element) == key]
+    if nth >= len(live):
+        return None
+    target = live[nth]
+    if a.point is None:
+        return a
+    x, y = target.bbox.center
+    data = a.model_dump(exclude={"x_norm", "y_norm", "x2", "y2", "x2_norm", "y2_norm"})
+    data.update(x=x, y=y, image_width=screen.width, image_height=screen.height, target_element_id=target.id,
+                target_bbox=target.bbox.model_dump())
+    return Action.model_validate(data)
+
+
 def replay_one(device: ReplayDevice, traj: Trajectory, index: StateIndex,
                start: Callable[[ReplayDevice], None]) -> ReplayOutcome:
-    """Start the app, check the start screen, then act step by step, checking every screen reached."""
+    """Start the app fresh, then act step by step, checking every screen reached and, at the end, the goal.
+
+    A trajectory with a goal must end with a terminal step (``done``/``answer``) on a screen where the goal
+    holds, and the goal must not hold before its last action (an *overshoot*: the task was done earlier and
+    the trajectory kept acting).
+    """
+    from pipelines.synthesis.verify.goal import check_goal
+
+    goal = traj.task.goal
     try:
         start(device)
-        if not index.matches(traj.steps[0].observation.id, screen_features(device.capture())):
+        screen = device.capture()
+        if not index.matches(traj.steps[0].observation.id, screen_features(screen)):
             return ReplayOutcome(False, "start_state_mismatch", -1)
-        for i, step in enumerate(traj.steps):
-            device.perform(step.action)
+        acting = [s for s in traj.steps if ActionType(s.action.type) not in TERMINAL]
+        if goal is not None and (len(acting) == len(traj.steps) or ActionType(traj.steps[-1].action.type)
+                                 not in TERMINAL):
+            return ReplayOutcome(False, "no_terminal_step", len(traj.steps) - 1)
+        for i, step in enumerate(acting):
+            if goal is not None and i > 0 and check_goal(goal, screen, index).ok:
+                return ReplayOutcome(False, "overshoot", i)
+            action = ground(step, screen)
+            if action is None:
+                return ReplayOutcome(False, "target_missing", i)
+            device.perform(action)
             device.settle()
+            screen = device.capture()
             want = traj.steps[i + 1].observation.id if i + 1 < len(traj.steps) else step.next_observation_id
-            if not index.matches(want, screen_features(device.capture())):
+            if want and not index.matches(want, screen_features(screen)):
                 return ReplayOutcome(False, "diverged", i)
+        if goal is not None:
+            verdict = check_goal(goal, screen, index)
+            if not verdict.ok:
+                return ReplayOutcome(False, verdict.reason, len(traj.steps) - 1)
     except Exception as exc:  # a click that raised, a script that timed out: not executable as recorded
         first_line = (str(exc).splitlines() or [""])[0][:200]
         return ReplayOutcome(False, f"error: {type(exc).__name__}: {first_line}")
@@ -166,6 +220,10 @@ class ExplorerReplayer:
             from explorers.scripts import is_present, run_step
 
             entry = app.entry if app is not None else traj.steps[0].observation.location
+            if app is not None and app.reset is not None:
+                from explorers.reset import run_reset
+
+                run_reset(app.reset)  # raises ResetFailed: the replay then fails with that reason
             if str(traj.steps[0].observation.platform) == "web":
                 with contextlib.suppress(Exception):
                     device.clear_data(entry)  # a fresh app session: no notes or settings from earlier replays

@@ -1,0 +1,400 @@
+"""Goal-first task planning: choose what a user would want from the graph, then the shortest way to it.
+
+Reverse synthesis from arbitrary crawl paths produces tasks that do not describe their trajectories (a path
+that wanders through four screens labelled "Open Settings"). Here the goal comes first:
+
+- **screen** goals: a distinct screen worth reaching (Settings, Account, a dialog), one per screen family
+  (location + heading), at its shortest navigation distance from the entry;
+- **item** goals: one specific item of a list (the note "Weekend ideas"), named by the link that opens it;
+- **answer** goals: a question whose answer the item's screen shows ("What does the note … say?");
+- **create / edit / setting** goals: a form the crawler filled and submitted, with exactly the values it typed
+  and the options it chose, ending on the screen the submit led to.
+
+Each plan is the shortest navigation path from the entry to where the goal starts (navigation edges only:
+``navigation.Navigator``), the form session if any, and a terminal step — ``done`` on the goal screen, or
+``answer`` with the answer — so every trajectory ends, exactly where its goal is reached. Plans also list the
+*unprobed shortcuts* on their own screens: a control that looks like it leads to a later screen of the path
+(the same navigation link, or a label naming the goal) that the crawl never tried. A prober can try them on a
+device (``ShortcutRequest``) and the plan is rebuilt on the richer graph; a plan whose shortcuts stay unprobed
+is marked, because it may be a detour.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from pipelines.synthesis.graph_input import AppGraph
+from pipelines.synthesis.navigation import (
+    Anchored,
+    Navigator,
+    anchor,
+    form_session,
+    is_choice,
+    is_commit,
+    target_label,
+    target_of,
+    timeline,
+)
+from pipelines.synthesis.screens import (
+    TEXT_ROLES,
+    ElementKey,
+    clip,
+    element_key,
+    group_label,
+    has_dialog,
+    heading,
+    location_path,
+    noun_from_heading,
+    siblings,
+    texts_in,
+)
+from schemas import Action, ActionType, Goal, GoalKind, Observation, Transition
+from schemas.base import stable_id
+
+MAX_PLAN_STEPS = 14
+MIN_ANSWER_WORDS = 4
+EDIT_WORDS = re.compile(r"\b(edit|rename|change|update|modify)\b|编辑|修改|更改", re.IGNORECASE)
+CREATE_WORDS = re.compile(r"\b(new|create|add|compose)\b|新建|创建|添加", re.IGNORECASE)
+SKIP_SCREENS = re.compile(r"\b(not found|error|sign in|log ?in|page not|forbidden)\b|404|500|登录|错误|未找到",
+                          re.IGNORECASE)
+UNNAVIGABLE = {ActionType.SCROLL, ActionType.SWIPE, ActionType.TYPE, ActionType.KEY, ActionType.WAIT}
+
+
+class StepRole:
+    NAVIGATE = "navigate"
+    FILL = "fill"
+    CHOOSE = "choose"
+    COMMIT = "commit"
+    FINISH = "finish"
+    ANSWER = "answer"
+
+
+@dataclass(frozen=True)
+class PlanStep:
+    """One step of a plan: the capture it is shown on, the action (anchored there) and what it is for."""
+
+    role: str
+    observation_id: str
+    action: Action
+    edge_id: str | None  # the graph transition it repeats (None for the terminal step)
+    next_observation_id: str | None
+    target_label: str = ""
+    target_role: str = ""
+    field_label: str = ""  # for fill / choose: the field or the option group
+
+
+@dataclass(frozen=True)
+class ShortcutRequest:
+    """An untried control on a plan's screen that may lead straight to a later screen of the plan."""
+
+    state: str
+    observation_id: str
+    element_id: str
+    key: ElementKey
+    label: str
+    expected_state: str  # the later state it is thought to reach
+
+
+@dataclass
+class GoalFacts:
+    """Everything a task text may mention, all of it visible somewhere along the plan (never a URL segment)."""
+
+    target: str = ""  # the screen or item the task is about
+    noun: str = ""  # the kind of item ("note"); "" when the list does not say
+    item: str = ""  # the item a form / dialog belongs to (edit goals, a note's share dialog)
+    form: str = ""  # the form's heading ("New note", "Settings")
+    fields: list[tuple[str, str]] = field(default_factory=list)  # (field label, value typed)
+    choices: list[tuple[str, str]] = field(default_factory=list)  # (group legend, option label)
+    commit: str = ""  # label of the submit control
+    answer: str = ""
+    dialog: bool = False  # the goal is an overlay (a dialog, a menu panel) over the screen it opened on
+    is_form: bool = False  # the goal screen is a form to fill in (a screen goal that stops before typing)
+
+    def as_payload(self) -> dict[str, object]:
+        return {"target": self.target, "noun": self.noun, "item": self.item, "form": self.form,
+                "fields": [list(f) for f in self.fields], "choices": [list(c) for c in self.choices],
+                "commit": self.commit, "answer": self.answer, "dialog": self.dialog, "is_form": self.is_form}
+
+
+@dataclass
+class GoalPlan:
+    app_id: str
+    goal: Goal
+    facts: GoalFacts
+    steps: list[PlanStep]
+    unprobed: list[ShortcutRequest] = field(default_factory=list)
+
+    @property
+    def kind(self) -> str:
+        return str(self.goal.kind)
+
+    @property
+    def edge_ids(self) -> tuple[str, ...]:
+        return tuple(s.edge_id for s in self.steps if s.edge_id)
+
+    @property
+    def key(self) -> tuple[str, ...]:
+        return (self.kind, *self.edge_ids, self.facts.answer)
+
+    @property
+    def plan_id(self) -> str:
+        return stable_id("plan", self.app_id, *self.key)
+
+
+def _nav_steps(nav: Navigator, hops: list[tuple[Transition, Anchored]], end_obs: Observation) -> list[PlanStep]:
+    g = nav.graph
+    steps = []
+    for i, (e, a) in enumerate(hops):
+        nxt = hops[i + 1][1].observation_id if i + 1 < len(hops) else end_obs.id
+        steps.append(PlanStep(StepRole.NAVIGATE, a.observation_id, a.action, e.id, nxt, target_label(g, e),
+                              _role(g, e)))
+    return steps
+
+
+def _role(graph: AppGraph, edge: Transition) -> str:
+    _, el = target_of(graph, edge)
+    return el.role if el is not None else ""  # type: ignore[attr-defined]
+
+
+def _terminal(obs: Observation, answer: str = "") -> PlanStep:
+    if answer:
+        return PlanStep(StepRole.ANSWER, obs.id, Action(type=ActionType.ANSWER, text=answer), None, None)
+    return PlanStep(StepRole.FINISH, obs.id, Action(type=ActionType.DONE), None, None)
+
+
+def _item_of(nav: Navigator, hops: list[tuple[Transition, Anchored]]) -> tuple[str, str]:
+    """(item label, noun) of the last hop that opened one item of a list, or ("", "")."""
+    g = nav.graph
+    for _e, a in reversed(hops):
+        obs = g.observation(a.observation_id)
+        el = obs.element(a.action.target_element_id) if a.action.target_element_id else None
+        if el is not None and el.role == "link" and len(siblings(obs, el)) >= 1:
+            return clip(el.label), noun_from_heading(heading(obs))
+    return "", ""
+
+
+def _answer_text(obs: Observation, before: Observation, pollution_free: bool, chrome: set[str]) -> str:
+    """The item's own text on its screen: the longest plain text that the list did not already show in full
+    and that no other screen shows (banners and footers are the app's chrome, not the item's content)."""
+    if not pollution_free:
+        return ""
+    shown = {" ".join(e.label.split()) for e in before.elements} | chrome
+    best = ""
+    for e in obs.elements:
+        text = " ".join(e.text.split())
+        if (e.role in TEXT_ROLES and not e.clickable and e.visible and len(text.split()) >= MIN_ANSWER_WORDS
+                and text not in shown and len(text) > len(best) and len(text) <= 300):
+            best = text
+    return best
+
+
+class Planner:
+    """All goal plans of one graph, deterministic for a given graph."""
+
+    def __init__(self, graph: AppGraph):
+        self.graph = graph
+        self.nav = Navigator(graph)
+        self.chrome = self._chrome_texts()
+
+    def _chrome_texts(self) -> set[str]:
+        """Texts seen on screens at two or more locations: navigation, banners, footers."""
+        where: dict[str, set[str]] = {}
+        for obs in self.graph.observations.values():
+            loc = location_path(obs)
+            for e in obs.elements:
+                if e.label:
+                    where.setdefault(" ".join(e.label.split()), set()).add(loc)
+        return {t for t, locs in where.items() if len(locs) >= 2}
+
+    def plans(self) -> list[GoalPlan]:
+        if not self.nav.dist:
+            return []
+        out = self.screen_plans() + self.form_plans()
+        seen: set[tuple[str, ...]] = set()
+        unique = []
+        for p in out:
+            if p.key in seen or len(p.steps) > MAX_PLAN_STEPS:
+                continue
+            seen.add(p.key)
+            p.unprobed = self.shortcuts(p)
+            unique.append(p)
+        return unique
+
+    # --- screens, items, answers ---------------------------------------------------------------------
+
+    def _family(self, obs: Observation) -> tuple[str, str, bool]:
+        return (location_path(obs), heading(obs), has_dialog(obs))
+
+    def screen_plans(self) -> list[GoalPlan]:
+        g, nav = self.graph, self.nav
+        entry_obs = nav.clean_capture(g.entry)
+        assert entry_obs is not None
+        families = {self._family(entry_obs)}
+        plans: list[GoalPlan] = []
+        for state in nav.order[1:]:
+            last, a = nav.pred[state]
+            if ActionType(last.action.type) in UNNAVIGABLE:
+                continue
+            goal_obs = nav.clean_capture(state)
+            if goal_obs is None:
+                continue
+            fam = self._family(goal_obs)
+            if fam in families:
+                continue
+            families.add(fam)
+            name = heading(goal_obs) or clip(target_label(g, last))
+            if not name or SKIP_SCREENS.search(name):
+                continue
+            hops = nav.path_to(state) or []
+            from_obs = g.observation(a.observation_id)
+            target = from_obs.element(a.action.target_element_id) if a.action.target_element_id else None
+            item, noun = _item_of(nav, hops)
+            is_item = target is not None and item and clip(target.label) == item
+            overlay = fam[2] or (target is not None and target.role == "button"
+                                 and location_path(goal_obs) == location_path(from_obs))
+            facts = GoalFacts(target=item if is_item else name, noun=noun, item="" if is_item else item,
+                              dialog=bool(overlay),
+                              is_form=any(e.editable and e.visible for e in goal_obs.elements))
+            kind = GoalKind.ITEM if is_item else GoalKind.SCREEN
+            nav_steps = _nav_steps(nav, hops, goal_obs)
+            goal = Goal(kind=kind, state=state, observation_id=goal_obs.id, location=location_path(goal_obs),
+                        must_show=[item] if is_item else [], summary=f"{kind.value}: {facts.target}")
+            plans.append(GoalPlan(g.app_id, goal, facts, [*nav_steps, _terminal(goal_obs)]))
+            if is_item:
+                answer = _answer_text(goal_obs, from_obs, nav.pollution.clean(goal_obs), self.chrome)
+                if answer:
+                    afacts = GoalFacts(target=item, noun=noun, answer=answer)
+                    agoal = Goal(kind=GoalKind.ANSWER, state=state, observation_id=goal_obs.id,
+                                 location=location_path(goal_obs), must_show=[answer], answer=answer,
+                                 summary=f"answer: {item}")
+                    plans.append(GoalPlan(g.app_id, agoal, afacts, [*nav_steps, _terminal(goal_obs, answer)]))
+        return plans
+
+    # --- forms: create, edit, settings -------------------------------------------------------------------
+
+    def form_plans(self) -> list[GoalPlan]:
+        g, nav = self.graph, self.nav
+        chain = timeline(g)
+        plans: list[GoalPlan] = []
+        for commit in chain:
+            if not is_commit(g, commit) or commit.error or not commit.effective or commit.from_state == commit.to_state:
+                continue
+            session = form_session(g, commit, chain)
+            if session is None:
+                continue
+            start, fills = session
+            if not fills or start not in nav.dist:
+                continue
+            plan = self._form_plan(commit, start, fills)
+            if plan is not None:
+                plans.append(plan)
+        return plans
+
+    def _form_plan(self, commit: Transition, start: str, fills: list[Transition]) -> GoalPlan | None:
+        g, nav = self.graph, self.nav
+        typed = frozenset(" ".join((f.action.text or "").split()) for f in fills if f.action.text)
+        hops = nav.path_to(start) or []
+        start_obs = nav.clean_capture(start)
+        dest = g.observation(commit.to_observation_id)
+        if start_obs is None or not nav.pollution.clean(dest, typed):
+            return None
+        steps = _nav_steps(nav, hops, start_obs) if hops else []
+        facts = GoalFacts(form=heading(start_obs), commit=clip(target_label(g, commit)))
+        facts.item, facts.noun = _item_of(nav, hops)
+        for f in fills:
+            obs = g.observation(f.from_observation_id)
+            allowed = typed
+            if not nav.pollution.clean(obs, allowed):
+                return None
+            a = anchor(g, f, obs)
+            if a is None:
+                return None
+            _, el = target_of(g, f)
+            label = clip(el.label) if el is not None else ""  # type: ignore[attr-defined]
+            if is_choice(g, f):
+                group = group_label(obs, el) if el is not None else ""  # type: ignore[arg-type]
+                facts.choices.append((group, label))
+                steps.append(PlanStep(StepRole.CHOOSE, obs.id, a.action, f.id, f.to_observation_id, label,
+                                      el.role if el is not None else "", group))  # type: ignore[attr-defined]
+            else:
+                value = " ".join((f.action.text or "").split())
+                facts.fields.append((label, value))
+                steps.append(PlanStep(StepRole.FILL, obs.id, a.action, f.id, f.to_observation_id, label,
+                                      el.role if el is not None else "", label))  # type: ignore[attr-defined]
+        c_obs = g.observation(commit.from_observation_id)
+        ca = anchor(g, commit, c_obs)
+        if ca is None:
+            return None
+        steps.append(PlanStep(StepRole.COMMIT, c_obs.id, ca.action, commit.id, dest.id, facts.commit,
+                              _role(g, commit)))
+        # Each step's "next" is the capture the following step is shown on (the crawl's own order).
+        for i in range(len(steps) - 1):
+            if steps[i].next_observation_id != steps[i + 1].observation_id:
+                steps[i] = _with_next(steps[i], steps[i + 1].observation_id)
+        values = [v for _, v in facts.fields]
+        shown = texts_in(values, dest)
+        if facts.fields and not facts.choices:
+            same_form = location_path(dest) == location_path(start_obs) and heading(dest) == heading(start_obs)
+            if same_form or not shown:
+                return None  # the submit did not go through (validation error) or shows nothing it saved
+            kind = GoalKind.EDIT if (facts.item or EDIT_WORDS.search(facts.form)) else GoalKind.CREATE
+        elif facts.choices and not facts.fields:
+            kind = GoalKind.SETTING
+            shown = texts_in([c for _, c in facts.choices], dest)
+        else:
+            kind = GoalKind.EDIT if facts.item else GoalKind.CREATE
+        facts.target = facts.item or facts.form
+        goal = Goal(kind=kind, state=commit.to_state, observation_id=dest.id, location=location_path(dest),
+                    must_show=shown, summary=f"{kind.value}: {facts.form}")
+        steps.append(_terminal(dest))
+        return GoalPlan(g.app_id, goal, facts, steps)
+
+    # --- minimality ---------------------------------------------------------------------------------------
+
+    def shortcuts(self, plan: GoalPlan) -> list[ShortcutRequest]:
+        """Untried controls on the plan's screens that look like a way to skip ahead to a later screen."""
+        g = self.graph
+        nav_steps = [s for s in plan.steps if s.role == StepRole.NAVIGATE]
+        if len(nav_steps) < 2:
+            return []
+        by_id = {t.id: t for t in g.transitions}
+        tried: dict[str, set[ElementKey]] = {}
+        for t in g.transitions:
+            _, el = target_of(g, t)
+            if el is not None:
+                tried.setdefault(t.from_state, set()).add(element_key(el))  # type: ignore[arg-type]
+        out: list[ShortcutRequest] = []
+        for i, step in enumerate(nav_steps[:-1]):
+            here = g.observation(step.observation_id)
+            state = by_id[step.edge_id].from_state if step.edge_id else ""
+            for later in nav_steps[i + 1:]:
+                edge = by_id[later.edge_id] if later.edge_id else None
+                if edge is None:
+                    continue
+                _, el = target_of(g, edge)
+                if el is None:
+                    continue
+                key = element_key(el)  # type: ignore[arg-type]
+                names = {key[2].lower(), plan.facts.target.lower()}
+                for cand in here.elements:
+                    if not (cand.clickable and cand.visible):
+                        continue
+                    ck = element_key(cand)
+                    if ck in tried.get(state, set()):
+                        continue
+                    if ck == key or ck[2].lower() in names:
+                        out.append(ShortcutRequest(state, here.id, cand.id, ck, cand.label, edge.to_state))
+        unique: dict[tuple[str, ElementKey], ShortcutRequest] = {}
+        for r in out:
+            unique.setdefault((r.state, r.key), r)
+        return list(unique.values())
+
+
+def _with_next(step: PlanStep, next_id: str | None) -> PlanStep:
+    return PlanStep(step.role, step.observation_id, step.action, step.edge_id, next_id, step.target_label,
+                    step.target_role, step.field_label)
+
+
+def plan_goals(graph: AppGraph) -> list[GoalPlan]:
+    return Planner(graph).plans()

@@ -1,0 +1,255 @@
+"""How to get around an app's graph the way a fresh user would: clean captures, navigation edges, form sessions.
+
+A crawl changes the app it explores: it creates notes, edits them, switches the language. A task, though, is
+replayed (and later performed by an agent) on a fresh app, so everything synthesis builds on must exist there:
+
+- **Clean captures.** A capture that shows text the crawler itself typed (a note it created, a title it edited)
+  is polluted; a step is always shown on a clean capture of its state, and an edge whose target element exists
+  only on polluted captures (the crawler's own note in a list) is not used.
+- **Navigation edges** move between screens without committing anything. A path to a screen goal uses only
+  them, so no task silently depends on a form the crawler submitted earlier (the language it switched, the note
+  it created). Edges whose destination depends on history (back) are never used: "back" from Settings went to
+  the edit form in the crawl but goes elsewhere at the end of another path.
+- **Anchoring by identity.** An edge recorded on one capture is replayed on another capture of the same state
+  by finding its target element by ``screens.element_key`` (role, resource id, label) and its occurrence, never
+  by DOM position, so a grown list cannot turn "open Weekend ideas" into "open Trip to Kyoto".
+- **Form sessions.** The crawler records typing as self-loops and a submit as an edge; what it actually typed
+  and chose before a submit is read back from its timeline, so a create/edit/setting task repeats exactly the
+  combination the crawler executed (never an untried mix of fields).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from dataclasses import dataclass, field
+
+from pipelines.synthesis.graph_input import AppGraph
+from pipelines.synthesis.screens import CHOICE_ROLES, ElementKey, element_key, find_element, location_path, occurrence
+from schemas import Action, ActionType, Observation, Transition
+
+# Labels of controls that commit something; en and zh, matched on whole words / substrings.
+COMMIT_WORDS = re.compile(
+    r"\b(save|submit|create|add|send|log ?in|sign ?in|sign ?up|register|apply|confirm|update|post|done|ok|publish)\b"
+    r"|保存|提交|创建|添加|发送|登录|注册|应用|确认|更新|完成|发布",
+    re.IGNORECASE,
+)
+# Where these lead depends on the history (browser or activity stack), not on the screen.
+HISTORY_DEPENDENT = {ActionType.NAVIGATE_BACK}
+POINTED = {ActionType.CLICK, ActionType.LONG_PRESS, ActionType.TYPE, ActionType.SELECT, ActionType.HOVER}
+FILL_TYPES = {ActionType.TYPE, ActionType.SELECT}
+MIN_TYPED_CHARS = 3
+LEAVES_APP = re.compile(r"\b(log ?out|sign ?out)\b|退出|登出|注销", re.IGNORECASE)
+
+
+def target_of(graph: AppGraph, edge: Transition) -> tuple[Observation, object | None]:
+    obs = graph.observation(edge.from_observation_id)
+    el = obs.element(edge.action.target_element_id) if edge.action.target_element_id else None
+    return obs, el
+
+
+def target_label(graph: AppGraph, edge: Transition) -> str:
+    _, el = target_of(graph, edge)
+    return el.label if el is not None else ""  # type: ignore[attr-defined]
+
+
+def target_role(graph: AppGraph, edge: Transition) -> str:
+    _, el = target_of(graph, edge)
+    return el.role if el is not None else ""  # type: ignore[attr-defined]
+
+
+def is_commit(graph: AppGraph, edge: Transition) -> bool:
+    """Whether an edge submits something: a control labelled save / submit / create …, or Enter."""
+    t = ActionType(edge.action.type)
+    if t is ActionType.KEY:
+        return (edge.action.key or "").lower() == "enter"
+    return t is ActionType.CLICK and bool(COMMIT_WORDS.search(target_label(graph, edge)))
+
+
+def is_choice(graph: AppGraph, edge: Transition) -> bool:
+    return ActionType(edge.action.type) is ActionType.CLICK and target_role(graph, edge) in CHOICE_ROLES
+
+
+def is_fill(graph: AppGraph, edge: Transition) -> bool:
+    return ActionType(edge.action.type) in FILL_TYPES or is_choice(graph, edge)
+
+
+def history_dependent(edge: Transition) -> bool:
+    return ActionType(edge.action.type) in HISTORY_DEPENDENT
+
+
+@dataclass
+class Pollution:
+    """Text the crawler typed into the app, which a fresh app does not contain."""
+
+    typed: set[str] = field(default_factory=set)
+
+    @classmethod
+    def of(cls, graph: AppGraph) -> Pollution:
+        typed = {" ".join((t.action.text or "").split()) for t in graph.transitions
+                 if ActionType(t.action.type) in FILL_TYPES and t.action.text}
+        return cls({t for t in typed if len(t) >= MIN_TYPED_CHARS})
+
+    def contains_typed(self, text: str, allowed: frozenset[str] = frozenset()) -> bool:
+        norm = " ".join(text.split()).lower()
+        return any(t.lower() in norm for t in self.typed - allowed)
+
+    def clean(self, obs: Observation, allowed: frozenset[str] = frozenset()) -> bool:
+        """No visible element shows crawler-typed text (other than ``allowed``, a task's own values)."""
+        if not self.typed:
+            return True
+        return not any(e.visible and not e.editable and self.contains_typed(e.label, allowed) for e in obs.elements)
+
+
+@dataclass(frozen=True)
+class Anchored:
+    """An edge's action expressed on a chosen capture of its state, with its target's stable identity."""
+
+    action: Action
+    observation_id: str
+    key: ElementKey | None
+    nth: int
+
+
+def anchor(graph: AppGraph, edge: Transition, obs: Observation) -> Anchored | None:
+    """``edge``'s action on capture ``obs`` of the same state; None when the target is not on that capture."""
+    src, el = target_of(graph, edge)
+    a = edge.action
+    if el is None:
+        if a.point is not None and (a.image_width, a.image_height) != (obs.width, obs.height):
+            return None
+        return Anchored(a, obs.id, None, 0)
+    key, nth = element_key(el), occurrence(src, el)  # type: ignore[arg-type]
+    if obs.id == src.id:
+        return Anchored(a, obs.id, key, nth)
+    here = find_element(obs, key, nth)
+    if here is None or not here.visible:
+        return None
+    if a.point is None:
+        return Anchored(a.model_copy(update={"target_element_id": here.id}), obs.id, key, nth)
+    x, y = here.bbox.center
+    data = a.model_dump(exclude={"x_norm", "y_norm", "x2", "y2", "x2_norm", "y2_norm"})
+    data.update(x=x, y=y, image_width=obs.width, image_height=obs.height, target_element_id=here.id,
+                target_bbox=here.bbox.model_dump())
+    return Anchored(Action.model_validate(data), obs.id, key, nth)
+
+
+class Navigator:
+    """Clean captures and shortest navigation paths of one graph (built once per graph, read by every plan)."""
+
+    def __init__(self, graph: AppGraph):
+        self.graph = graph
+        self.pollution = Pollution.of(graph)
+        self._clean: dict[str, Observation | None] = {}
+        self.pred: dict[str, tuple[Transition, Anchored]] = {}
+        self.dist: dict[str, int] = {}
+        self.order: list[str] = []
+        if graph.entry and self.clean_capture(graph.entry) is not None:
+            self._bfs()
+
+    def clean_capture(self, state: str, allowed: frozenset[str] = frozenset()) -> Observation | None:
+        """The first clean capture of ``state`` (None when every capture shows crawler-made data)."""
+        if not allowed and state in self._clean:
+            return self._clean[state]
+        found = None
+        for oid in self.graph.state_observations.get(state, []):
+            obs = self.graph.observations.get(oid)
+            if obs is not None and self.pollution.clean(obs, allowed):
+                found = obs
+                break
+        if not allowed:
+            self._clean[state] = found
+        return found
+
+    def is_navigation(self, edge: Transition) -> bool:
+        """An edge a screen-goal path may use: it changes screens and commits nothing the app keeps."""
+        if edge.from_state == edge.to_state or not edge.effective or edge.error or history_dependent(edge):
+            return False
+        if is_commit(self.graph, edge) or is_fill(self.graph, edge):
+            return False
+        label = target_label(self.graph, edge)
+        return not (LEAVES_APP.search(label) or self.pollution.contains_typed(label))
+
+    def anchored(self, edge: Transition) -> Anchored | None:
+        """``edge`` on its from-state's clean capture (None when its target exists only on polluted ones)."""
+        obs = self.clean_capture(edge.from_state)
+        return anchor(self.graph, edge, obs) if obs is not None else None
+
+    def _bfs(self) -> None:
+        entry = self.graph.entry
+        self.dist = {entry: 0}
+        self.order = [entry]
+        queue = deque([entry])
+        while queue:
+            u = queue.popleft()
+            for e in self.graph.out.get(u, []):
+                if e.to_state in self.dist or not self.is_navigation(e):
+                    continue
+                if self.clean_capture(e.to_state) is None:
+                    continue
+                a = self.anchored(e)
+                if a is None:
+                    continue
+                self.dist[e.to_state] = self.dist[u] + 1
+                self.pred[e.to_state] = (e, a)
+                self.order.append(e.to_state)
+                queue.append(e.to_state)
+
+    def path_to(self, state: str) -> list[tuple[Transition, Anchored]] | None:
+        """The shortest navigation path from the entry (edges with their anchored actions), or None."""
+        if state not in self.dist:
+            return None
+        out: list[tuple[Transition, Anchored]] = []
+        node = state
+        while node != self.graph.entry:
+            e, a = self.pred[node]
+            out.append((e, a))
+            node = e.from_state
+        return out[::-1]
+
+    def same_place(self, a: Observation, b: Observation) -> bool:
+        return location_path(a) == location_path(b)
+
+
+def timeline(graph: AppGraph) -> list[Transition]:
+    """The crawler's transitions in the order it made them."""
+    return sorted(graph.transitions, key=lambda t: (t.timestamp, t.id))
+
+
+def form_session(graph: AppGraph, commit: Transition, chain: list[Transition]) -> tuple[str, list[Transition]] | None:
+    """What the crawler did on the form right before ``commit``: (state where it arrived, fills in order).
+
+    Walks the timeline back from the commit while the previous transition ends on the capture the next one
+    started from (one unbroken visit) and fills the form (typing, selecting, choosing an option) on the same
+    page; the visit's first state is where a task's navigation must arrive. Fields typed twice keep their last
+    value. None when the visit is broken (a restart in the middle) or the commit itself is the arrival.
+    """
+    try:
+        i = chain.index(commit)
+    except ValueError:
+        return None
+    place = location_path(graph.observation(commit.from_observation_id))
+    fills: list[Transition] = []
+    start = commit.from_state
+    j = i - 1
+    expect = commit.from_observation_id
+    while j >= 0:
+        prev = chain[j]
+        if prev.to_observation_id != expect:
+            break  # the crawler restarted or jumped: the visit began at ``expect``
+        prev_place = location_path(graph.observation(prev.from_observation_id))
+        if prev_place != place:
+            break  # ``prev`` is the arrival on the form page
+        if not is_fill(graph, prev) or prev.error:
+            return None  # something else happened on the form (a dialog, a failed submit): not a clean session
+        fills.append(prev)
+        start = prev.from_state
+        expect = prev.from_observation_id
+        j -= 1
+    fills.reverse()
+    last: dict[object, Transition] = {}
+    for f in fills:
+        _, el = target_of(graph, f)
+        last[element_key(el) if el is not None else f.id] = f  # type: ignore[arg-type]
+    keep = {t.id for t in last.values()}
+    return start, [f for f in fills if f.id in keep]

@@ -1,0 +1,159 @@
+"""What a captured screen says to a person: its name, its visible texts, and stable names for its elements.
+
+Synthesis writes text a user could have written, so it may only use what a user sees: a screen is named by its
+heading (or the label of the control that opened it), never by a URL segment; a radio option is named with its
+group's legend. Element ids from the explorers include the DOM path, so the same note link gets another id when
+the list above it grows; ``element_key`` is the identity that survives that (role, resource id, label), and
+``find_element`` resolves it on another capture of the same screen — how actions recorded on one capture are
+re-anchored on another without landing on a different list item.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from urllib.parse import urlparse
+
+from pipelines.synthesis.injection import looks_like_injection
+from schemas import Element, Observation
+
+MAX_TEXT_CHARS = 80
+MAX_NAME_WORDS = 8
+HEADING_ROLES = {"heading"}
+DIALOG_ROLES = {"dialog", "alertdialog"}
+GROUP_LABEL_ROLES = {"legend", "group", "radiogroup"}
+CHOICE_ROLES = {"radio", "checkbox", "switch", "option", "menuitemradio", "menuitemcheckbox"}
+TEXT_ROLES = {"paragraph", "text", "statictext", "", "generic", "cell", "listitem", "article", "region"}
+GLOSS_RE = re.compile(r"^(?P<native>.+?)\s*[(（](?P<gloss>[^()（）]+)[)）]\s*$")
+CJK_RE = re.compile(r"[\u4e00-\u9fff]")
+CLOCK_RE = re.compile(r"^\d{1,2}:\d{2}(:\d{2})?$")
+
+ElementKey = tuple[str, str, str]
+
+
+def clip(text: str, limit: int = MAX_TEXT_CHARS) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _usable_name(text: str) -> bool:
+    text = " ".join(text.split())
+    return bool(text) and len(text.split()) <= MAX_NAME_WORDS and not looks_like_injection(text)
+
+
+def heading(obs: Observation) -> str:
+    """The screen's own title: an open dialog's heading first, else the first visible heading ("" if none)."""
+    dialogs = [e for e in obs.elements if e.role in DIALOG_ROLES and e.visible]
+    headings = [e for e in obs.elements if e.role in HEADING_ROLES and e.visible and _usable_name(e.text)]
+    for d in dialogs:
+        inside = [h for h in headings if d.bbox.contains(*h.bbox.center)]
+        if inside:
+            return clip(inside[0].text)
+        if _usable_name(d.label) and d.label != d.role:
+            return clip(d.label)
+    return clip(headings[0].text) if headings else ""
+
+
+def has_dialog(obs: Observation) -> bool:
+    return any(e.role in DIALOG_ROLES and e.visible for e in obs.elements)
+
+
+def location_path(obs: Observation) -> str:
+    loc = obs.location
+    return urlparse(loc).path if "://" in loc else loc
+
+
+def visible_texts(obs: Observation, limit: int | None = None) -> list[str]:
+    """Distinct visible labels in reading order (clipped), the screen's text as a person would scan it."""
+    out: list[str] = []
+    for el in obs.elements:
+        label = clip(el.label)
+        if el.visible and label and label not in out and not CLOCK_RE.match(label):
+            out.append(label)
+            if limit is not None and len(out) >= limit:
+                break
+    return out
+
+
+def all_text(obs: Observation) -> str:
+    """Every visible text of the screen, joined, for containment tests ("does the screen show X?")."""
+    return "\n".join(" ".join(e.label.split()) for e in obs.elements if e.visible and e.label)
+
+
+def element_key(el: Element) -> ElementKey:
+    """Identity of an element across captures: role, resource id and label, never its DOM position."""
+    return (el.role, el.resource_id, " ".join(el.label.split()))
+
+
+def occurrence(obs: Observation, el: Element) -> int:
+    """Which of the screen's elements with this key ``el`` is (0 = first in document order)."""
+    key = element_key(el)
+    n = 0
+    for other in obs.elements:
+        if other.id == el.id:
+            return n
+        if element_key(other) == key:
+            n += 1
+    return n
+
+
+def find_element(obs: Observation, key: ElementKey, nth: int = 0) -> Element | None:
+    """The ``nth`` element of ``obs`` with identity ``key`` (None when the screen has no such element)."""
+    matches = [e for e in obs.elements if element_key(e) == key]
+    if not matches:
+        return None
+    return matches[nth] if nth < len(matches) else None
+
+
+def siblings(obs: Observation, el: Element) -> list[Element]:
+    """Other elements of the same kind in the same list (same role and resource id, different label)."""
+    return [e for e in obs.elements if e.id != el.id and e.role == el.role and e.resource_id == el.resource_id
+            and e.resource_id and e.label != el.label and e.visible]
+
+
+def group_label(obs: Observation, el: Element) -> str:
+    """The legend of the fieldset (or group) a choice belongs to, by DOM path, else the nearest label above."""
+    if el.path:
+        parts = el.path.split("/")
+        for cut in range(len(parts) - 1, 0, -1):
+            prefix = "/".join(parts[:cut])
+            if not re.search(r"(fieldset|group|radiogroup)\[\d+\]$", prefix):
+                continue
+            for other in obs.elements:
+                if other.role in GROUP_LABEL_ROLES and other.path.startswith(prefix + "/") and other.text.strip():
+                    return clip(other.text)
+    above = [e for e in obs.elements if e.role in GROUP_LABEL_ROLES and e.text.strip() and e.bbox.y2 <= el.bbox.y1]
+    return clip(max(above, key=lambda e: e.bbox.y2).text) if above else ""
+
+
+def gloss(label: str, language: str) -> str:
+    """An option's name in ``language``: "中文 (Chinese)" is "Chinese" in English and "中文" in Chinese."""
+    m = GLOSS_RE.match(label.strip())
+    if not m:
+        return label.strip()
+    native, glossed = m.group("native").strip(), m.group("gloss").strip()
+    native_cjk, gloss_cjk = bool(CJK_RE.search(native)), bool(CJK_RE.search(glossed))
+    if language.startswith("zh"):
+        return native if native_cjk else (glossed if gloss_cjk else native)
+    return glossed if native_cjk and not gloss_cjk else native
+
+
+def noun_from_heading(text: str) -> str:
+    """The kind of item a list holds, from its heading: "All notes" → "note", "Your contacts" → "contact"."""
+    words = re.findall(r"[A-Za-z]+", text)
+    if not words:
+        return ""
+    word = words[-1].lower()
+    if len(word) < 3 or word in {"all", "list", "home", "overview", "dashboard"}:
+        return ""
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    if word.endswith("s") and not word.endswith("ss"):
+        return word[:-1]
+    return word
+
+
+def texts_in(needles: Iterable[str], obs: Observation) -> list[str]:
+    """Those ``needles`` the screen shows somewhere (case- and whitespace-insensitive)."""
+    hay = " ".join(all_text(obs).split()).lower()
+    return [n for n in needles if n and " ".join(n.split()).lower() in hay]

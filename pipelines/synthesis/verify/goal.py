@@ -1,0 +1,46 @@
+"""Is a task's goal reached? The one predicate replay, drift checks and policy rollouts all use.
+
+A task's ``Goal`` (schema 1.2) names a capture of the goal screen in its graph and the texts the final screen
+must show. The goal holds on a screen when the screen is the same *state* as that capture — the explorers'
+identity: structure plus content, so a ticked option or a switched language counts — and every ``must_show``
+text is visible (the created note's title, the item that was opened). Reaching the right screen type without
+the committed change (an empty note page, the settings page with the old option) does not count.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from schemas import Goal, Observation
+
+
+def shown(texts: list[str], visible: str) -> list[str]:
+    """Those ``texts`` missing from the whitespace-normalized, case-folded ``visible`` text."""
+    hay = " ".join(visible.split()).lower()
+    return [t for t in texts if " ".join(t.split()).lower().rstrip("…") not in hay]
+
+
+def screen_text(screen: Any) -> str:
+    """Every visible text of a live ``explorers.screen.Screen`` or a stored ``Observation``."""
+    elements = screen.elements if isinstance(screen, Observation) else [w.element for w in screen.widgets]
+    return "\n".join(e.label for e in elements if e.visible and e.label)
+
+
+@dataclass
+class GoalCheck:
+    ok: bool
+    reason: str = ""
+
+
+def check_goal(goal: Goal, screen: Any, index: Any) -> GoalCheck:
+    """Whether ``screen`` (live or stored) satisfies ``goal``; ``index`` is a ``replay.StateIndex``."""
+    from pipelines.synthesis.verify.replay import observation_features, screen_features
+
+    feats = observation_features(screen) if isinstance(screen, Observation) else screen_features(screen)
+    if goal.observation_id and not index.matches(goal.observation_id, feats):
+        return GoalCheck(False, "goal_state_mismatch")
+    missing = shown(goal.must_show, screen_text(screen))
+    if missing:
+        return GoalCheck(False, "goal_text_missing")
+    return GoalCheck(True)

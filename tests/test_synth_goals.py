@@ -1,0 +1,108 @@
+"""Goal-first planning on the hand-built notes graph: which goals, which shortest plans, what is never used.
+
+Each property here is one the synthesis issue asks for and each test fails when it is switched off: plans are
+the shortest navigation to their goal and end with a terminal step; a detour whose shortcut is in the graph is
+never chosen, and one whose shortcut was never tried is flagged; crawl-made data (a note the crawler created,
+a language it switched) is never needed by a task; a form task repeats exactly what the crawler typed.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from test_synth_toygraph import T0, click, make_observation, notes_graph, notes_records
+
+from pipelines.synthesis.goals import StepRole, plan_goals
+from pipelines.synthesis.graph_input import build_graph
+from pipelines.synthesis.navigation import Navigator, Pollution
+from schemas import ActionType, BBox, Element, GoalKind, Transition
+
+
+def _plans(graph):
+    return {(p.kind, p.facts.target): p for p in plan_goals(graph)}
+
+
+def test_goals_of_every_kind_with_shortest_plans_that_end_in_a_terminal_step():
+    plans = _plans(notes_graph())
+    assert set(plans) == {("screen", "New note"), ("screen", "Settings"), ("item", "Groceries"),
+                          ("answer", "Groceries"), ("screen", "About this app"), ("create", "New note")}
+    for p in plans.values():
+        last = p.steps[-1]
+        assert last.role in (StepRole.FINISH, StepRole.ANSWER) and last.edge_id is None
+        assert ActionType(last.action.type) in (ActionType.DONE, ActionType.ANSWER)
+        assert all(s.edge_id for s in p.steps[:-1])
+        assert p.goal.observation_id == last.observation_id  # the terminal step is shown on the goal screen
+    assert plans[("screen", "Settings")].edge_ids == ("e05",)  # one tap, never via About or the notes list
+    answer = plans[("answer", "Groceries")]
+    assert answer.goal.kind == GoalKind.ANSWER and answer.steps[-1].action.text.startswith("Milk, eggs")
+    create = plans[("create", "New note")]
+    assert [s.role for s in create.steps] == ["navigate", "fill", "commit", "finish"]
+    assert create.facts.fields == [("Title", "Weekend plans")] and create.goal.must_show == ["Weekend plans"]
+    # The login form (a commit after the crawl logged out) is not reachable by navigation: no task needs it.
+    assert not any(e in p.edge_ids for p in plans.values() for e in ("e01", "e02", "e03"))
+
+
+def test_a_detour_is_flagged_until_its_shortcut_is_probed_and_then_never_chosen():
+    about = _plans(notes_graph())[("screen", "About this app")]
+    assert about.edge_ids == ("e05", "e14")  # through Settings: the footer "About" link was never tried
+    assert [(r.label, r.expected_state) for r in about.unprobed] == [("About", "about")]
+    # A probe tries the footer link and records where it went: the plan becomes the one-tap shortcut.
+    obs, transitions = notes_records()
+    probed = Transition(id="probe-1", run_id="probe", app_id="notes", from_state="notes", to_state="about",
+                        from_observation_id=next(o.id for o in obs if o.location.endswith("/notes")),
+                        to_observation_id=next(o.id for o in obs if o.location.endswith("/about")),
+                        action=click("notes", "about-foot"), effective=True, timestamp=T0 + timedelta(hours=1))
+    shortcut = _plans(build_graph("notes", obs, [*transitions, probed]))[("screen", "About this app")]
+    assert shortcut.edge_ids == ("probe-1",) and shortcut.unprobed == []
+
+
+def test_crawl_made_data_is_never_needed_by_a_fresh_start_task():
+    # Later in the crawl the list shows the note the crawler created ("Weekend plans"), on a second capture of
+    # the notes screen, and the crawler opened it from there.
+    obs, transitions = notes_records()
+    made = Element(id="note-3", role="link", text="Weekend plans", resource_id="note-link",
+                   bbox=BBox(x1=20, y1=190, x2=380, y2=220), clickable=True)
+    later = make_observation("notes", None, extra=[made], variant="-later")
+    note_obs = next(o for o in obs if o.location.endswith("/notes/3"))
+    opened = Transition(id="e20", run_id="run-1", app_id="notes", from_state="notes", to_state="note",
+                        from_observation_id=later.id, to_observation_id=note_obs.id,
+                        action=click("notes", "note-1").model_copy(update={"target_element_id": "note-3",
+                                                                           "target_bbox": made.bbox}),
+                        effective=True, timestamp=T0 + timedelta(hours=2))
+    g = build_graph("notes", [*obs, later], [*transitions, opened])
+    nav = Navigator(g)
+    assert nav.pollution.typed >= {"Weekend plans"}
+    assert not nav.pollution.clean(later) and nav.clean_capture("notes").id != later.id
+    assert nav.anchored(opened) is None  # its target exists only on the polluted capture
+    plans = _plans(g)
+    assert ("item", "Weekend plans") not in plans  # no "open the note the crawler made"
+    assert "e20" not in {e for p in plans.values() for e in p.edge_ids}
+    assert Pollution({"Weekend plans"}).contains_typed("Note “Weekend plans” saved")
+
+
+def test_a_goal_reached_only_through_a_commit_is_not_a_screen_goal():
+    # The only way to "About" is a submit-like control: a screen goal must not silently depend on it.
+    obs, transitions = notes_records()
+    renamed = [t for t in transitions if t.id != "e14"]
+    save_like = next(t for t in transitions if t.id == "e14")
+    settings = next(o for o in obs if o.location.endswith("/settings"))
+    relabelled = settings.model_copy(update={"elements": [
+        e.model_copy(update={"text": "Save and continue"}) if e.id == "about-link" else e for e in settings.elements]})
+    obs = [relabelled if o.id == settings.id else o for o in obs]
+    g = build_graph("notes", obs, [*renamed, save_like])
+    assert ("screen", "About this app") not in _plans(g)
+
+
+def test_a_form_task_repeats_exactly_what_the_crawler_typed_before_the_submit():
+    obs, transitions = notes_records()
+    # The crawler typed a second, different title before saving: the task uses the last value only, once.
+    again = next(t for t in transitions if t.id == "e07").model_copy(update={
+        "id": "e07b", "timestamp": T0 + timedelta(seconds=1, milliseconds=500),
+        "action": next(t for t in transitions if t.id == "e07").action.model_copy(update={"text": "Weekend plans"})})
+    g = build_graph("notes", obs, [*transitions, again])
+    create = _plans(g)[("create", "New note")]
+    assert [s.role for s in create.steps].count("fill") == 1
+    # A session broken by a restart (the save's capture is not where the typing left off) makes no task.
+    broken = [t.model_copy(update={"from_observation_id": "elsewhere"}) if t.id == "e08" else t for t in transitions]
+    g2 = build_graph("notes", [*obs, obs[0].model_copy(update={"id": "elsewhere"})], broken)
+    assert ("create", "New note") not in _plans(g2)
