@@ -49,7 +49,9 @@ def crawl_config(app_url: str, driver_url: str, settings: DemoSettings) -> dict[
         "run_id": "demo",
         "output": str(settings.out / "graph"),
         "devices": [{"name": "local-chromium", "url": driver_url, "kind": "chromedriver"}],
-        "apps": [app_config(app_url, form_values={"title": "Groceries for the week"})],
+        # fresh_start: every crawl episode begins with the app's seeded data, as every replayed task does, so the
+        # graph's captures are ones a fresh user sees.
+        "apps": [app_config(app_url, fresh_start=True, form_values={"title": "Groceries for the week"})],
         "matrix": {"profiles": list(settings.profiles), "locales": ["en"], "color_schemes": ["light"],
                    "font_scales": [1.0]},
         "budget": {"max_steps": settings.crawl_steps, "max_seconds": 900, "max_restarts": 20},
@@ -97,7 +99,7 @@ def run_demo(settings: DemoSettings, console: Console | None = None) -> DemoRepo
         report.add("crawl", secs, states=ex.states, transitions=ex.transitions, observations=ex.observations,
                    output=str(graph_dir))
 
-        console.rule("2/4 synthesize tasks (offline rules, replayed on Chromium)")
+        console.rule("2/4 synthesize tasks (shortcuts probed, offline rules, replayed on Chromium)")
         synth, secs = _timed(lambda: _synthesize(out, driver.url, cfg))
         s = synth.summary
         report.add("synthesize", secs, tasks=s["tasks"], rejects=s["rejects"],
@@ -133,13 +135,16 @@ def _draw_graph(graph_dir: Path) -> None:
 
 def _synthesize(out: Path, driver_url: str, cfg: Any) -> Any:
     from pipelines.synthesis.factory import make_backend
+    from pipelines.synthesis.probe import Prober
     from pipelines.synthesis.runner import run_synthesis
     from pipelines.synthesis.verify.replay import ExplorerReplayer
 
     backend = make_backend("offline")
-    replay = ExplorerReplayer(driver_url, "chromedriver", apps={a.id: a for a in cfg.apps})
+    apps = {a.id: a for a in cfg.apps}
+    replay = ExplorerReplayer(driver_url, "chromedriver", apps=apps)
+    prober = Prober(driver_url, "chromedriver", apps=apps)
     try:
-        return run_synthesis(out / "graph", out / "synth", backend, replay=replay)
+        return run_synthesis(out / "graph", out / "synth", backend, replay=replay, prober=prober)
     finally:
         backend.close()
 

@@ -24,20 +24,21 @@ def test_a_plain_click_answer_does_not_pass_for_a_right_click_edge():
     text = "<think>The Save button is there; right-click Save.</think><answer>{}</answer>"
     as_plain = text.replace("{}", json.dumps(answer_dict(plain, "Right-click Save", Frame(1280, 720))))
     try:
-        parse_step(as_plain, right, obs)
+        parse_step(as_plain, right, obs.width, obs.height)
     except SynthParseError as exc:
         assert exc.reason == "action_type_mismatch"
     else:
         raise AssertionError("a Click answer was accepted for a right-click edge")
 
 
-def test_sampled_paths_never_use_history_dependent_back_edges():
+def test_plans_never_use_history_dependent_back_edges():
     from test_synth_toygraph import notes_graph
 
-    from pipelines.synthesis.paths import PathConfig, sample_paths
+    from pipelines.synthesis.goals import plan_goals
 
     g = notes_graph()
-    assert any(e.action.type == "navigate_back" for es in g.out.values() for e in es), "toy graph has a back edge"
-    paths = sample_paths(g, PathConfig(walks=50, seed=3))
-    assert paths
-    assert all(e.action.type != "navigate_back" for p in paths for e in p.edges)
+    backs = {e.id for es in g.out.values() for e in es if e.action.type == "navigate_back"}
+    assert backs, "toy graph has back edges"
+    plans = plan_goals(g)
+    assert plans
+    assert not backs & {e for p in plans for e in p.edge_ids}

@@ -3,8 +3,8 @@
 Everything here is real: Beam's FnApiRunner (the DirectRunner's engine, in-process and multi-process), real
 Parquet, the on-disk call cache and the offline backend. The only addition is ``LoggingOffline``: the offline
 backend plus a log file of every build and every batch it is sent (so a test can count model calls made in
-Beam workers, which may be other processes), and deliberately malformed answers for a few calls so the
-rejects of all three stages (step, path, task) are exercised too.
+Beam workers, which may be other processes), and deliberately malformed answers for a few calls — on every
+attempt, so their re-asks fail too — so the rejects of all three stages (task, step, plan) are exercised.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from pipelines.synthesis.backends.offline import OfflineBackend
 from pipelines.synthesis.beam_inference import BackendModelHandler, CacheIdentity, ResolveCalls
 from pipelines.synthesis.beam_pipeline import run_synthesis_beam
 from pipelines.synthesis.calls import Call
+from pipelines.synthesis.goals import GoalFacts
 from pipelines.synthesis.prompts import load_prompts
 from pipelines.synthesis.runner import SynthConfig, run_synthesis
 
@@ -64,7 +65,7 @@ class _LoggingBackend(OfflineBackend):
                 title_step = c.kind == "step" and (c.payload.get("target") or {}).get("label") == "Title"
                 settings_task = c.kind == "task" and c.payload["end"]["screen"] == "Settings"
                 if title_step or settings_task:
-                    results[i] = Completion("I think the answer is probably fine")  # unparseable, yet cached
+                    results[i] = Completion("I think the answer is probably fine")  # unparseable: never cached
         return results
 
 
@@ -116,12 +117,13 @@ def test_beam_equals_inprocess_with_rejects_of_every_stage_and_a_rerun_calls_no_
                            progress=progress)
     assert bar["done"] == bar["total"] > 0  # the Beam path's bar has the in-process total and completes
 
-    assert a.trajectories and {r.stage for r in a.rejects} == {"synthesis.step", "synthesis.path", "synthesis.task"}
+    assert a.trajectories and {r.stage for r in a.rejects} == {"synthesis.step", "synthesis.plan", "synthesis.task"}
     assert {t.task.language for t in a.trajectories} == {"en", "zh"}
     for name in ("trajectories.parquet", "rejects.parquet"):
         assert same_table(tmp_path / "a" / name, tmp_path / "b" / name), name
     assert [t.id for t in b.trajectories] == [t.id for t in a.trajectories]
-    assert b.summary == a.summary  # paths, tasks, rejects by reason, and usage (counted by Beam metrics)
+    assert b.summary == a.summary  # plans, tasks, rejects by reason, and usage (counted by Beam metrics)
+    assert a.summary["usage"]["reasks"] > 0
 
     # RunInference batched the misses (max batch 4) and sent each distinct call to the model exactly once.
     batches = [e["calls"] for e in read_log(log_b) if e["event"] == "run"]
@@ -134,9 +136,12 @@ def test_beam_equals_inprocess_with_rejects_of_every_stage_and_a_rerun_calls_no_
     dead = tmp_path / "b" / f".synth-beam-{2**22 + 12345}-x"  # staging of a killed run (no such pid)
     dead.mkdir()
     again = run_synthesis_beam(graph, tmp_path / "b", LoggingOffline(str(log_b)), CONFIG, usage=Usage())
-    assert len(model_calls(log_b)) == len(model_calls(log_a))  # no new model call at all
-    assert again.summary["usage"]["calls"] == 0
-    assert again.summary["usage"]["cache_hits"] == a.summary["usage"]["calls"]
+    # Valid answers come from the cache; only the calls that never got one are asked again (all attempts).
+    never_good = sum(1 for r in a.rejects if r.stage in ("synthesis.step", "synthesis.task"))
+    assert len(model_calls(log_b)) - len(model_calls(log_a)) == never_good * CONFIG.max_attempts
+    assert again.summary["usage"]["calls"] == never_good * CONFIG.max_attempts
+    assert again.summary["usage"]["cache_hits"] == a.summary["usage"]["calls"] - a.summary["usage"]["reasks"] \
+        - never_good
     assert same_table(tmp_path / "a" / "trajectories.parquet", tmp_path / "b" / "trajectories.parquet")
     assert not list((tmp_path / "b").glob(".synth-beam-*"))  # this run's staging and the killed run's removed
 
@@ -144,10 +149,11 @@ def test_beam_equals_inprocess_with_rejects_of_every_stage_and_a_rerun_calls_no_
 def test_cache_hits_never_reach_the_model_and_multiprocess_workers_agree(graph: Path, tmp_path: Path) -> None:
     """Warm the cache with the English calls in-process; Beam on two worker processes then sends only zh calls."""
     cache = tmp_path / "cache"
-    en = run_synthesis(graph, tmp_path / "en", LoggingOffline(str(tmp_path / "en.log"))(),
+    en = run_synthesis(graph, tmp_path / "en", LoggingOffline(str(tmp_path / "en.log"), garble=False)(),
                        SynthConfig(languages=["en"]), cache_dir=cache, usage=Usage())
     log = tmp_path / "beam.log"
-    both = run_synthesis_beam(graph, tmp_path / "both", LoggingOffline(str(log)), CONFIG, cache_dir=cache,
+    both = run_synthesis_beam(graph, tmp_path / "both", LoggingOffline(str(log), garble=False), CONFIG,
+                              cache_dir=cache,
                               usage=Usage(), beam_args=["--direct_running_mode=multi_processing",
                                                         "--direct_num_workers=2"])
     sent = model_calls(log)
@@ -156,8 +162,8 @@ def test_cache_hits_never_reach_the_model_and_multiprocess_workers_agree(graph: 
     assert set(builds.values()) == {1}, builds  # each process (driver, every worker) built the backend once
     assert both.summary["usage"]["cache_hits"] == en.summary["usage"]["calls"]
     assert both.summary["usage"]["calls"] == len(sent)
-    reference = run_synthesis(graph, tmp_path / "ref", LoggingOffline(str(tmp_path / "ref.log"))(), CONFIG,
-                              usage=Usage())
+    reference = run_synthesis(graph, tmp_path / "ref", LoggingOffline(str(tmp_path / "ref.log"), garble=False)(),
+                              CONFIG, usage=Usage())
     assert same_table(tmp_path / "ref" / "trajectories.parquet", tmp_path / "both" / "trajectories.parquet")
     assert same_table(tmp_path / "ref" / "rejects.parquet", tmp_path / "both" / "rejects.parquet")
     assert len(reference.trajectories) == len(both.trajectories) > 0
@@ -167,7 +173,9 @@ def test_resolve_calls_dedupes_by_cache_key_before_the_model(tmp_path: Path) -> 
     log = tmp_path / "m.log"
     factory = LoggingOffline(str(log), garble=False)
     identity = CacheIdentity.of(factory())
-    calls = [Call("task", {"language": "en", "actions": [], "end": {"screen": s}}) for s in ("A", "B", "A", "A")]
+    goal = {"kind": "screen", **GoalFacts().as_payload()}
+    calls = [Call("task", {"language": "en", "goal": {**goal, "target": s}, "end": {"screen": s}, "variant": ""})
+             for s in ("A", "B", "A", "A")]
     keyed = [(identity.key(c), c) for c in calls]
     handler = BackendModelHandler(factory, max_batch_size=8)
     with beam.Pipeline(runner=FnApiRunner()) as p:
@@ -180,7 +188,7 @@ def test_resolve_calls_dedupes_by_cache_key_before_the_model(tmp_path: Path) -> 
 
 def test_cli_runner_beam_writes_the_same_records_and_rejects_bad_flags(graph: Path, tmp_path: Path) -> None:
     runner = CliRunner()
-    base = ["synth", "--graph", str(graph), "--walks", "3", "--languages", "en"]
+    base = ["synth", "--graph", str(graph), "--languages", "en"]
     r = runner.invoke(app, [*base, "--out", str(tmp_path / "b"), "--runner", "beam", "--batch-size", "2",
                             "--beam-arg=--direct_num_workers=1"])
     assert r.exit_code == 0, r.output

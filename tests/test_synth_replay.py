@@ -1,13 +1,16 @@
-"""Offline synthesis on a real crawl of the demo app, replayed on a fresh real Chromium (chromedriver).
+"""Offline synthesis on a real crawl of the demo app, probed and replayed on a fresh real Chromium (chromedriver).
 
-Proves: every synthesized task (recovery variants included) is executable on replay; accepted alternative
-actions really lead to the same state (each is replayed in place of the demonstrated action); a corrupted
-trajectory is caught by replay; no dangerous action reaches the app.
+Proves: the crawl may create and edit notes (every episode starts fresh) and yet every synthesized task
+(recovery variants included) replays from a fresh app and reaches its goal; shortcut probing leaves no plan with
+an untried shortcut; accepted alternative actions really lead to the same state; replay fails a trajectory that
+overshoots its goal and one whose tap misses; the app's reset hook runs before every replay; no dangerous
+action reaches the app.
 """
 
 from __future__ import annotations
 
 import json
+import sys
 import urllib.request
 from pathlib import Path
 
@@ -17,39 +20,30 @@ from typer.testing import CliRunner
 
 from explorers.config import parse_config
 from explorers.crawler import Crawler
-from explorers.demo_app.crawl_config import login_script
+from explorers.demo_app.crawl_config import app_config
 from explorers.profiles import VIEWPORTS, Profile
+from explorers.reset import ResetConfig, ResetFailed, run_reset
 from explorers.sessions import EndpointSpec
 from explorers.store import GraphStore
 from pipelines.cli import app
-from pipelines.synthesis.accounting import Usage
-from pipelines.synthesis.backends.offline import OfflineBackend
-from pipelines.synthesis.execute import CallExecutor
 from pipelines.synthesis.graph_input import load_graphs
-from pipelines.synthesis.paths import GraphPath, complete_forms, path_edge, path_to, shortest_tree
-from pipelines.synthesis.prompts import load_prompts
-from pipelines.synthesis.runner import SynthConfig, synthesize_graph
 from pipelines.synthesis.verify.replay import ExplorerReplayer, StateIndex
-from schemas import Action, Verification
+from schemas import Action, ActionType, Verification
 from schemas.recordio import iter_records
 
-LOGIN = login_script()
+pytestmark = pytest.mark.e2e
 CRAWL_STEPS = 45
 
 
 @pytest.fixture(scope="module")
 def demo_crawl(tmp_path_factory: pytest.TempPathFactory, chromedriver_url: str, demo_app_url: str
                ) -> tuple[Path, Path]:
-    """A small real crawl of the demo app (desktop profile), exported as the graph store writes it."""
+    """A small real crawl of the demo app (desktop profile, fresh start every episode), exported."""
     root = tmp_path_factory.mktemp("crawl")
     config = {
         "run_id": "synth-test", "output": str(root / "graph"),
         "devices": [{"name": "d0", "url": chromedriver_url, "kind": "chromedriver"}],
-        # The crawl must not change the notes: replay starts every task in a fresh session (the seeded notes), so
-        # screens recorded after the crawl created or edited a note are ones a fresh session never shows, and
-        # replay rightly rejects their tasks. This test is about replay accepting every task it should.
-        "apps": [{"id": "demo-notes", "entry": demo_app_url + "/", "login": LOGIN,
-                  "deny": {"labels": [r"\bcreate note\b", r"\bsave note\b", "创建笔记", "保存笔记"]}}],
+        "apps": [app_config(demo_app_url, fresh_start=True, form_values={"title": "Packing list for Lisbon"})],
         "budget": {"max_steps": CRAWL_STEPS, "max_seconds": 900, "max_restarts": 10},  # steps bound it, not load
     }
     cfg_path = root / "crawl.yaml"
@@ -60,57 +54,109 @@ def demo_crawl(tmp_path_factory: pytest.TempPathFactory, chromedriver_url: str, 
     return root / "graph", cfg_path
 
 
+@pytest.fixture(scope="module")
+def synthesized(demo_crawl: tuple[Path, Path], chromedriver_url: str, tmp_path_factory: pytest.TempPathFactory):
+    graph_dir, cfg_path = demo_crawl
+    out = tmp_path_factory.mktemp("synth")
+    r = CliRunner().invoke(app, ["synth", "--graph", str(graph_dir), "--out", str(out), "--recovery",
+                                 "--replay-url", chromedriver_url, "--crawl-config", str(cfg_path)])
+    assert r.exit_code == 0, r.output
+    return out, [p.record for p in iter_records(out / "trajectories.parquet")]
+
+
 def _dangerous(app_url: str) -> list:
     with urllib.request.urlopen(app_url + "/__demo/dangerous") as r:
         return json.loads(r.read())
 
 
-def test_every_offline_task_replays_and_accepted_actions_reach_the_same_state(
-    demo_crawl: tuple[Path, Path], chromedriver_url: str, demo_app_url: str, tmp_path: Path
-) -> None:
-    graph_dir, cfg_path = demo_crawl
-    out = tmp_path / "synth"
-    r = CliRunner().invoke(app, ["synth", "--graph", str(graph_dir), "--out", str(out), "--walks", "3",
-                                 "--recovery", "--replay-url", chromedriver_url, "--crawl-config", str(cfg_path)])
-    assert r.exit_code == 0, r.output
+def _apps(cfg_path: Path, **update) -> dict:
+    apps = {a.id: a for a in parse_config(yaml.safe_load(cfg_path.read_text())).apps}
+    return {k: v.model_copy(update=update) for k, v in apps.items()}
+
+
+def test_every_task_replays_from_a_fresh_app_and_reaches_its_goal(synthesized, demo_crawl, demo_app_url: str) -> None:
+    out, trajs = synthesized
     summary = json.loads((out / "summary.json").read_text())
-    trajs = [p.record for p in iter_records(out / "trajectories.parquet")]
-    assert trajs and summary["tasks"] == len(trajs) and summary["rejects"] == 0
+    assert trajs and summary["tasks"] == len(trajs)
     failed = [(t.task.instruction, t.scores) for t in trajs if t.verification != Verification.REPLAYED]
     assert failed == [] and summary["apps"]["demo-notes"]["executability"] == 1.0
-    # Recovery variants (if this small crawl offers a wrong turn with a way back) were replayed above too.
-    assert "executability" in r.output
+    assert any(t.scores.get("recovery") for t in trajs)  # recovery variants were replayed too
+    assert {str(t.task.goal.kind) for t in trajs} >= {"screen", "item"}
+    # Probing tried what could shorten a plan: no trajectory keeps an untried shortcut on its way.
+    assert all(t.scores["unprobed_shortcuts"] == 0 for t in trajs)
+    assert summary["probes"]["demo-notes"][0]["tried"] > 0
+    assert sorted(p.name.split(".")[-2] for p in (demo_crawl[0] / "demo-notes" / "probes").glob("*.jsonl")) in (
+        ["observations", "transitions"], ["transitions"])  # what the probes found is kept beside the crawl
+    assert _dangerous(demo_app_url) == []
 
-    # Accepted actions: find two controls on one screen leading to the same next screen, synthesize the path
-    # through one of them, and replay it once as demonstrated and once with the accepted alternative.
-    graphs = load_graphs(graph_dir).graphs
-    g = graphs["demo-notes"]
-    index = StateIndex(graphs.values())
-    pred = shortest_tree(g, g.entry)
-    groups = [[e for e in g.out[src] if e.to_state == dst and path_edge(e)] for src in sorted(g.out)
-              if path_to(pred, g.entry, src) is not None for dst in sorted({e.to_state for e in g.out[src]})]
-    group = next(es for es in groups if len({e.action.target_element_id for e in es}) > 1)
-    path = GraphPath(g.app_id, complete_forms(g, [*path_to(pred, g.entry, group[0].from_state), group[0]]), "goal")
-    executor = CallExecutor(OfflineBackend(load_prompts()), None, Usage())
-    traj = synthesize_graph(g, executor, SynthConfig(languages=["en"]), paths=[path]).trajectories[0]
-    last = traj.steps[-1]
-    others = {e.action.target_element_id for e in group[1:]} - {group[0].action.target_element_id}
-    assert {a.target_element_id for a in last.accepted_actions} == others
-    for alt in last.accepted_actions:  # executable on this very screenshot
-        assert last.observation.element(alt.target_element_id) is not None and alt.point_in_target()
-    variants = [traj] + [traj.model_copy(update={"id": f"{traj.id}-alt{i}", "steps": [
-        *traj.steps[:-1], last.model_copy(update={"action": alt})]}) for i, alt in enumerate(last.accepted_actions)]
-    apps = {a.id: a for a in parse_config(yaml.safe_load(cfg_path.read_text())).apps}
-    replayed = ExplorerReplayer(chromedriver_url, apps=apps)(variants, index)
+
+def test_accepted_actions_reach_the_same_state(synthesized, demo_crawl, chromedriver_url: str) -> None:
+    graph_dir, cfg_path = demo_crawl
+    _, trajs = synthesized
+    index = StateIndex(load_graphs(graph_dir).graphs.values())
+    with_alt = [t for t in trajs if any(s.accepted_actions for s in t.steps) and not t.scores.get("recovery")]
+    assert with_alt, "the crawl recorded no equivalent controls (sidebar and in-page links usually are)"
+    t = with_alt[0]
+    k = next(i for i, s in enumerate(t.steps) if s.accepted_actions)
+    step = t.steps[k]
+    for alt in step.accepted_actions:  # executable on this very screenshot
+        assert step.observation.element(alt.target_element_id) is not None and alt.point_in_target()
+    variants = [t] + [t.model_copy(update={"id": f"{t.id}-alt{i}", "steps": [
+        *t.steps[:k], step.model_copy(update={"action": alt}), *t.steps[k + 1:]]})
+        for i, alt in enumerate(step.accepted_actions)]
+    replayed = ExplorerReplayer(chromedriver_url, apps=_apps(cfg_path))(variants, index)
     assert [v.verification for v in replayed] == [Verification.REPLAYED] * len(variants), [v.scores for v in replayed]
 
-    # A corrupted trajectory (its last tap moved to an empty corner, so nothing happens) must fail replay there.
-    t = next(t for t in trajs if len(t.steps) >= 2 and not t.scores.get("recovery"))
-    obs = t.steps[-1].observation
+
+def test_replay_fails_an_overshooting_task_and_a_missed_tap(synthesized, demo_crawl, chromedriver_url: str) -> None:
+    graph_dir, cfg_path = demo_crawl
+    _, trajs = synthesized
+    index = StateIndex(load_graphs(graph_dir).graphs.values())
+    clean = [t for t in trajs if not t.scores.get("recovery")]
+    # Overshoot: a two-hop trajectory labelled with the goal of its first hop keeps acting after reaching it.
+    two = next(t for t in clean if len(t.steps) >= 3)
+    first_hop_goal = next(o for o in clean if o.task.goal.observation_id == two.steps[1].observation.id
+                          or index.matches(o.task.goal.observation_id, _feats(two.steps[1].observation)))
+    over = two.model_copy(update={"id": two.id + "-over", "task": two.task.model_copy(
+        update={"goal": first_hop_goal.task.goal})})
+    # A missed tap: the last action moved to an empty corner, so nothing happens.
+    t = next(t for t in clean if len(t.steps) >= 2)
+    k = len(t.steps) - 2
+    obs = t.steps[k].observation
     miss = Action(type="click", x=obs.width - 2, y=obs.height - 2, image_width=obs.width, image_height=obs.height)
     bad = t.model_copy(update={"id": t.id + "-bad", "steps": [
-        *t.steps[:-1], t.steps[-1].model_copy(update={"action": miss})]})
-    result = ExplorerReplayer(chromedriver_url, apps=apps)([bad], index)[0]
-    assert result.verification == Verification.REPLAY_FAILED
-    assert result.scores["replay_failed_step"] == len(t.steps) - 1
-    assert _dangerous(demo_app_url) == []
+        *t.steps[:k], t.steps[k].model_copy(update={"action": miss}), *t.steps[k + 1:]]})
+    # And a trajectory without its terminal step is not a finished task.
+    unfinished = t.model_copy(update={"id": t.id + "-open", "steps": t.steps[:-1]})
+    results = ExplorerReplayer(chromedriver_url, apps=_apps(cfg_path))([over, bad, unfinished], index)
+    assert [r.verification for r in results] == [Verification.REPLAY_FAILED] * 3
+    reasons = [r.scores.get("replay_failed_step") for r in results]
+    assert reasons[0] == 1.0  # the goal already held before the second hop
+    assert reasons[1] == float(k)
+    assert ActionType(unfinished.steps[-1].action.type) not in (ActionType.DONE, ActionType.ANSWER)
+
+
+def _feats(obs):
+    from pipelines.synthesis.verify.replay import observation_features
+
+    return observation_features(obs)
+
+
+def test_reset_hook_runs_before_every_replay_and_a_failing_one_fails_the_replay(
+    synthesized, demo_crawl, chromedriver_url: str, demo_app_url: str, tmp_path: Path
+) -> None:
+    graph_dir, cfg_path = demo_crawl
+    _, trajs = synthesized
+    index = StateIndex(load_graphs(graph_dir).graphs.values())
+    run_reset(ResetConfig(url=demo_app_url + "/__demo/reset-data"))  # the demo app's own hook answers
+    with pytest.raises(ResetFailed, match="HTTP 404"):
+        run_reset(ResetConfig(url=demo_app_url + "/__demo/no-such-hook"))
+    tally = tmp_path / "resets.txt"
+    hook = ResetConfig(command=[sys.executable, "-c", f"open({str(tally)!r}, 'a').write('reset\\n')"])
+    picked = [t for t in trajs if not t.scores.get("recovery")][:3]
+    results = ExplorerReplayer(chromedriver_url, apps=_apps(cfg_path, reset=hook))(picked, index)
+    assert [r.verification for r in results] == [Verification.REPLAYED] * len(picked)
+    assert tally.read_text().splitlines() == ["reset"] * len(picked)
+    broken = ResetConfig(url=demo_app_url + "/__demo/no-such-hook")
+    failed = ExplorerReplayer(chromedriver_url, apps=_apps(cfg_path, reset=broken))(picked[:1], index)
+    assert failed[0].verification == Verification.REPLAY_FAILED

@@ -12,9 +12,8 @@ from typer.testing import CliRunner
 from pipelines.cli import app
 from pipelines.synthesis.backends.base import BackendUnavailable
 from pipelines.synthesis.backends.transformers_vlm import TransformersBackend
-from pipelines.synthesis.paths import PathConfig
 from pipelines.synthesis.prompts import load_prompts
-from pipelines.synthesis.runner import SynthConfig, run_synthesis
+from pipelines.synthesis.runner import PlanConfig, SynthConfig, run_synthesis
 from schemas.recordio import iter_records
 
 
@@ -28,22 +27,37 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_tiny_vlm_loads_generates_and_its_output_is_judged(tiny_model: Path, tmp_path: Path) -> None:
     graph = write_graph(tmp_path / "g")
     b = TransformersBackend(load_prompts(), tiny_model, max_new_tokens=24)
-    report = run_synthesis(graph, tmp_path / "out", b, SynthConfig(paths=PathConfig(walks=0, max_paths=1),
-                                                                     languages=["en"]))
+    report = run_synthesis(graph, tmp_path / "out", b, SynthConfig(plans=PlanConfig(kinds=("screen",), max_plans=1),
+                                                                     languages=["en"], max_attempts=1))
     u = report.summary["usage"]
     assert u["calls"] >= 1 and u["completion_tokens"] > 0
-    # Two screenshots per step call, each expanded to its merged-patch count, so the prompt is long.
+    # Screenshots expanded to their merged-patch counts: the prompts are long.
     assert u["prompt_tokens"] / u["calls"] > 300
     # A random-weight model cannot follow the format: every step is parsed and rejected with a reason,
     # the raw output kept; a well-formed answer would have become a trajectory instead.
     assert len(report.trajectories) + len(report.rejects) >= 1
     for r in report.rejects:
         assert r.reason and r.stage.startswith("synthesis.")
-        if r.stage == "synthesis.step":
-            assert r.payload  # the model's raw text
+        if r.stage in ("synthesis.step", "synthesis.task"):
+            assert r.payload  # the request, with the model's raw text in the detail
     written = list(iter_records(tmp_path / "out" / "rejects.parquet"))
     assert len(written) == len(report.rejects) and all(p.ok for p in written)
-    assert report.summary["backend"] == f"transformers:{tiny_model.name}"
+    assert report.summary["backend"].startswith(f"transformers:{tiny_model.name}@")
+
+
+def test_cache_identity_follows_the_weights_not_the_directory_name(tiny_model: Path, tmp_path: Path) -> None:
+    import shutil
+
+    copy = tmp_path / tiny_model.name
+    shutil.copytree(tiny_model, copy)
+    same = TransformersBackend(load_prompts(), copy)
+    assert same.model == TransformersBackend(load_prompts(), tiny_model).model
+    weights = next(p for p in copy.iterdir() if p.suffix == ".safetensors")
+    data = bytearray(weights.read_bytes())
+    data[-1] ^= 0xFF  # retrained weights saved over the same directory
+    weights.write_bytes(bytes(data))
+    assert TransformersBackend(load_prompts(), copy).model != same.model
+    assert TransformersBackend(load_prompts(), copy, device="cpu").device == "cpu"
 
 
 def test_missing_model_directory_is_a_clear_error(tmp_path: Path) -> None:

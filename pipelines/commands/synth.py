@@ -33,7 +33,17 @@ def register(app: typer.Typer) -> None:
         concurrency: int = typer.Option(DEFAULT_CONCURRENCY, min=1, help="Requests in flight to the server (openai "
                                                                           "backend); vLLM batches 32+ well."),
         timeout: float = typer.Option(60.0, min=0.1, help="Seconds per request (openai backend)."),
-        retries: int = typer.Option(3, min=0, help="Retries of a failed request, with exponential backoff."),
+        retries: int = typer.Option(3, min=0, help="Retries of a failed request, with exponential backoff (at least "
+                                                   "what the server's Retry-After asks)."),
+        guided: str = typer.Option("auto", help="Structured output (openai backend): auto | json_schema (OpenAI "
+                                                "response_format; vLLM decodes to the schema) | guided_json (vLLM's "
+                                                "older parameter) | off. auto falls back to off if the server "
+                                                "refuses it."),
+        max_images: int | None = typer.Option(None, min=1, help="Images per request (openai backend), for servers "
+                                                                "started with --limit-mm-per-prompt image=1."),
+        max_attempts: int = typer.Option(3, min=1, help="Answers judged invalid are re-asked up to this many "
+                                                        "attempts in all; never cached."),
+        device: str = typer.Option("auto", help="transformers backend: auto (cuda when available) | cpu | cuda."),
         prompt_version: str = typer.Option(DEFAULT_VERSION, help="Prompt set under pipelines/synthesis/prompts/."),
         languages: str | None = typer.Option(None, help="Comma-separated output languages (default: en, plus zh "
                                                         "for zh-locale crawls)."),
@@ -53,6 +63,10 @@ def register(app: typer.Typer) -> None:
         replay_url: str | None = typer.Option(None, help="WebDriver endpoint (chromedriver/Appium) to replay every "
                                                          "task on; omit to skip replay verification."),
         replay_kind: str = typer.Option("chromedriver", help="Endpoint kind for --replay-url."),
+        probe: bool = typer.Option(True, help="With --replay-url: first try, on that device, the untried controls "
+                                              "that may shorten a task's route and the unopened items of its lists, "
+                                              "and add what they do to the graph (written under GRAPH/<app>/probes)."),
+        max_probes: int = typer.Option(40, min=0, help="Most probes per app graph and round."),
         crawl_config: Path | None = typer.Option(None, exists=True, dir_okay=False,
                                                  help="The crawl's YAML config: replay starts each app like the "
                                                       "crawler did (entry URL, login and setup scripts)."),
@@ -80,7 +94,8 @@ def register(app: typer.Typer) -> None:
             raise typer.BadParameter("--beam-arg needs --runner beam")
         console = Console()
         spec = BackendSpec(backend, model=model, base_url=base_url, api_key_env=api_key_env,
-                           concurrency=concurrency, timeout_s=timeout, retries=retries, prompt_version=prompt_version)
+                           concurrency=concurrency, timeout_s=timeout, retries=retries, prompt_version=prompt_version,
+                           guided=guided, max_images=max_images, device=device)
         try:
             impl = spec()  # with --runner beam only validates the flags: workers build their own from the spec
         except (ValueError, FileNotFoundError) as exc:
@@ -95,18 +110,24 @@ def register(app: typer.Typer) -> None:
             plans=PlanConfig(max_steps=max_steps, kinds=kind_list, max_plans=max_plans),
             languages=[lang.strip() for lang in languages.split(",")] if languages else None,
             batch_size=batch_size,
+            max_attempts=max_attempts,
         )
         usage = Usage(price_in_per_mtok=price_in, price_out_per_mtok=price_out)
         replay = None
+        apps: dict = {}
         if replay_url:
             from pipelines.synthesis.verify.replay import ExplorerReplayer
 
-            apps = {}
             if crawl_config is not None:
                 from explorers.config import load_config
 
                 apps = {a.id: a for a in load_config(crawl_config).apps}
             replay = ExplorerReplayer(replay_url, replay_kind, apps=apps, progress_console=console)
+        prober = None
+        if replay_url and probe and max_probes:
+            from pipelines.synthesis.probe import Prober
+
+            prober = Prober(replay_url, replay_kind, apps=apps, max_probes=max_probes)
         extra = None
         if recovery:
             from pipelines.synthesis.recovery import recovery_trajectories
@@ -136,7 +157,7 @@ def register(app: typer.Typer) -> None:
                                                 large_model=large_model, status=status, progress=progress)
                 else:
                     report = run_synthesis(graph, out, impl, config, cache_dir=cache_dir, usage=usage,
-                                           replay=replay, extra=extra, progress=progress)
+                                           replay=replay, extra=extra, progress=progress, prober=prober)
             except BackendUnavailable as exc:
                 console.print(f"[red]error:[/red] {exc}")
                 raise typer.Exit(2) from None

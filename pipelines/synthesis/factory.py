@@ -17,7 +17,8 @@ DEFAULT_CONCURRENCY = 32  # what one vLLM server batches well; lower it for rate
 
 def make_backend(name: str, *, model: str | None = None, base_url: str = DEFAULT_BASE_URL,
                  api_key: str | None = None, concurrency: int = DEFAULT_CONCURRENCY, timeout_s: float = 60.0,
-                 retries: int = 3, prompt_version: str = DEFAULT_VERSION) -> Backend:
+                 retries: int = 3, prompt_version: str = DEFAULT_VERSION, guided: str = "auto",
+                 max_images: int | None = None, device: str = "auto") -> Backend:
     prompts = load_prompts(prompt_version)
     if name == "offline":
         from pipelines.synthesis.backends.offline import OfflineBackend
@@ -29,7 +30,7 @@ def make_backend(name: str, *, model: str | None = None, base_url: str = DEFAULT
         if not model:
             raise ValueError("--model is required for the openai backend (the served model name)")
         return OpenAIBackend(prompts, model, base_url=base_url, api_key=api_key, concurrency=concurrency,
-                             timeout_s=timeout_s, retries=retries)
+                             timeout_s=timeout_s, retries=retries, guided=guided, max_images=max_images)
     if name == "transformers":
         from pipelines.synthesis.backends.transformers_vlm import TransformersBackend
 
@@ -37,7 +38,7 @@ def make_backend(name: str, *, model: str | None = None, base_url: str = DEFAULT
             raise ValueError("--model is required for the transformers backend (a local model directory)")
         if not Path(model).is_dir():
             raise FileNotFoundError(f"--model {model}: no such model directory")
-        return TransformersBackend(prompts, model)
+        return TransformersBackend(prompts, model, device=device)
     raise ValueError(f"unknown backend {name!r}")
 
 
@@ -59,9 +60,13 @@ class BackendSpec:
     timeout_s: float = 60.0
     retries: int = 3
     prompt_version: str = DEFAULT_VERSION
+    guided: str = "auto"
+    max_images: int | None = None
+    device: str = "auto"
 
     def __call__(self) -> Backend:
         api_key = os.environ.get(self.api_key_env) if self.api_key_env else None
         return make_backend(self.name, model=self.model, base_url=self.base_url, api_key=api_key,
                             concurrency=self.concurrency, timeout_s=self.timeout_s, retries=self.retries,
-                            prompt_version=self.prompt_version)
+                            prompt_version=self.prompt_version, guided=self.guided, max_images=self.max_images,
+                            device=self.device)

@@ -21,6 +21,7 @@ is marked, because it may be a detour.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 
@@ -110,11 +111,13 @@ class GoalFacts:
     answer: str = ""
     dialog: bool = False  # the goal is an overlay (a dialog, a menu panel) over the screen it opened on
     is_form: bool = False  # the goal screen is a form to fill in (a screen goal that stops before typing)
+    answer_on_list: bool = False  # the answer is read off the list, without opening the item
 
     def as_payload(self) -> dict[str, object]:
         return {"target": self.target, "noun": self.noun, "item": self.item, "form": self.form,
                 "fields": [list(f) for f in self.fields], "choices": [list(c) for c in self.choices],
-                "commit": self.commit, "answer": self.answer, "dialog": self.dialog, "is_form": self.is_form}
+                "commit": self.commit, "answer": self.answer, "dialog": self.dialog, "is_form": self.is_form,
+                "answer_on_list": self.answer_on_list}
 
 
 @dataclass
@@ -174,17 +177,16 @@ def _item_of(nav: Navigator, hops: list[tuple[Transition, Anchored]]) -> tuple[s
     return "", ""
 
 
-def _answer_text(obs: Observation, before: Observation, pollution_free: bool, chrome: set[str]) -> str:
-    """The item's own text on its screen: the longest plain text that the list did not already show in full
-    and that no other screen shows (banners and footers are the app's chrome, not the item's content)."""
+def _answer_text(obs: Observation, pollution_free: bool, chrome: set[str]) -> str:
+    """The item's own text on its screen: the longest plain text no other screen shows as chrome (banners,
+    footers and navigation appear at several locations; an item's body does not)."""
     if not pollution_free:
         return ""
-    shown = {" ".join(e.label.split()) for e in before.elements} | chrome
     best = ""
     for e in obs.elements:
         text = " ".join(e.text.split())
         if (e.role in TEXT_ROLES and not e.clickable and e.visible and len(text.split()) >= MIN_ANSWER_WORDS
-                and text not in shown and len(text) > len(best) and len(text) <= 300):
+                and text not in chrome and len(text) > len(best) and len(text) <= 300):
             best = text
     return best
 
@@ -196,34 +198,40 @@ class Planner:
         self.graph = graph
         self.nav = Navigator(graph)
         self.chrome = self._chrome_texts()
+        self._tried_cache: dict[str, set[ElementKey]] | None = None
 
     def _chrome_texts(self) -> set[str]:
-        """Texts seen on screens at two or more locations: navigation, banners, footers."""
+        """Texts seen on screens at three or more locations: navigation, banners, footers."""
         where: dict[str, set[str]] = {}
         for obs in self.graph.observations.values():
             loc = location_path(obs)
             for e in obs.elements:
                 if e.label:
                     where.setdefault(" ".join(e.label.split()), set()).add(loc)
-        return {t for t, locs in where.items() if len(locs) >= 2}
+        return {t for t, locs in where.items() if len(locs) >= 3}  # a list and its item share their text
 
     def plans(self) -> list[GoalPlan]:
         if not self.nav.dist:
             return []
         out = self.screen_plans() + self.form_plans()
-        seen: set[tuple[str, ...]] = set()
+        seen: set[object] = set()
         unique = []
-        for p in out:
-            if p.key in seen or len(p.steps) > MAX_PLAN_STEPS:
+        for p in sorted(out, key=lambda p: len(p.steps)):  # equal goals: the shortest plan wins
+            same_goal = (p.kind, json.dumps(p.facts.as_payload(), sort_keys=True, ensure_ascii=False))
+            if p.key in seen or same_goal in seen or len(p.steps) > MAX_PLAN_STEPS:
                 continue
-            seen.add(p.key)
+            seen.update((p.key, same_goal))
             p.unprobed = self.shortcuts(p)
             unique.append(p)
         return unique
 
     # --- screens, items, answers ---------------------------------------------------------------------
 
-    def _family(self, obs: Observation) -> tuple[str, str, bool]:
+    def _family(self, obs: Observation, overlay: str = "") -> tuple[str, str, bool]:
+        """Screens that are one goal: same place and title; an overlay (a menu, a dialog) by its own name only,
+        so the menu opened over the notes list and over Settings is one "open the menu" goal."""
+        if overlay:
+            return ("overlay", overlay, True)
         return (location_path(obs), heading(obs), has_dialog(obs))
 
     def screen_plans(self) -> list[GoalPlan]:
@@ -239,10 +247,6 @@ class Planner:
             goal_obs = nav.clean_capture(state)
             if goal_obs is None:
                 continue
-            fam = self._family(goal_obs)
-            if fam in families:
-                continue
-            families.add(fam)
             name = heading(goal_obs) or clip(target_label(g, last))
             if not name or SKIP_SCREENS.search(name):
                 continue
@@ -251,24 +255,36 @@ class Planner:
             target = from_obs.element(a.action.target_element_id) if a.action.target_element_id else None
             item, noun = _item_of(nav, hops)
             is_item = target is not None and item and clip(target.label) == item
-            overlay = fam[2] or (target is not None and target.role == "button"
-                                 and location_path(goal_obs) == location_path(from_obs))
+            overlay = has_dialog(goal_obs) or (target is not None and target.role == "button"
+                                               and location_path(goal_obs) == location_path(from_obs))
+            fam = self._family(goal_obs, f"{name}\x1f{item}" if overlay else "")
+            if fam in families or (overlay and self._family(goal_obs, f"{name}\x1f") in families):
+                continue  # a farther state of a goal already planned (BFS order: the nearest comes first)
+            families.add(fam)
             facts = GoalFacts(target=item if is_item else name, noun=noun, item="" if is_item else item,
                               dialog=bool(overlay),
-                              is_form=any(e.editable and e.visible for e in goal_obs.elements))
+                              is_form=bool(CREATE_WORDS.search(name) or EDIT_WORDS.search(name))
+                              and any(e.editable and e.visible for e in goal_obs.elements))
             kind = GoalKind.ITEM if is_item else GoalKind.SCREEN
             nav_steps = _nav_steps(nav, hops, goal_obs)
             goal = Goal(kind=kind, state=state, observation_id=goal_obs.id, location=location_path(goal_obs),
                         must_show=[item] if is_item else [], summary=f"{kind.value}: {facts.target}")
             plans.append(GoalPlan(g.app_id, goal, facts, [*nav_steps, _terminal(goal_obs)]))
             if is_item:
-                answer = _answer_text(goal_obs, from_obs, nav.pollution.clean(goal_obs), self.chrome)
+                answer = _answer_text(goal_obs, nav.pollution.clean(goal_obs), self.chrome)
                 if answer:
-                    afacts = GoalFacts(target=item, noun=noun, answer=answer)
-                    agoal = Goal(kind=GoalKind.ANSWER, state=state, observation_id=goal_obs.id,
-                                 location=location_path(goal_obs), must_show=[answer], answer=answer,
-                                 summary=f"answer: {item}")
-                    plans.append(GoalPlan(g.app_id, agoal, afacts, [*nav_steps, _terminal(goal_obs, answer)]))
+                    # Where the list already shows the item's text, the question is answered from the list:
+                    # opening the item first would be a detour.
+                    on_list = bool(texts_in([answer], from_obs))
+                    where = from_obs if on_list else goal_obs
+                    steps = nav_steps[:-1] if on_list else nav_steps
+                    if on_list and steps:
+                        steps = [*steps[:-1], _with_next(steps[-1], where.id)]
+                    afacts = GoalFacts(target=item, noun=noun, answer=answer, answer_on_list=on_list)
+                    agoal = Goal(kind=GoalKind.ANSWER, state=last.from_state if on_list else state,
+                                 observation_id=where.id, location=location_path(where), must_show=[answer],
+                                 answer=answer, summary=f"answer: {item}")
+                    plans.append(GoalPlan(g.app_id, agoal, afacts, [*steps, _terminal(where, answer)]))
         return plans
 
     # --- forms: create, edit, settings -------------------------------------------------------------------
@@ -352,43 +368,57 @@ class Planner:
 
     # --- minimality ---------------------------------------------------------------------------------------
 
+    def _tried(self) -> dict[str, set[ElementKey]]:
+        if self._tried_cache is None:
+            tried: dict[str, set[ElementKey]] = {}
+            for t in self.graph.transitions:
+                _, el = target_of(self.graph, t)
+                if el is not None:
+                    tried.setdefault(t.from_state, set()).add(element_key(el))  # type: ignore[arg-type]
+            self._tried_cache = tried
+        return self._tried_cache
+
     def shortcuts(self, plan: GoalPlan) -> list[ShortcutRequest]:
-        """Untried controls on the plan's screens that look like a way to skip ahead to a later screen."""
-        g = self.graph
-        nav_steps = [s for s in plan.steps if s.role == StepRole.NAVIGATE]
-        if len(nav_steps) < 2:
+        """Untried controls that look like a shorter way to a screen of the plan.
+
+        For every navigation hop of the plan (to state T at distance d from the entry), any state reachable in
+        fewer than d-1 hops that shows a visible control with the same identity as the hop's control (the same
+        sidebar link), or labelled like the goal, and has never had it tried, may reach T sooner. On a phone the
+        sidebar's links are only visible once the menu is open, so the menu-over-the-entry state is where the
+        request lands, not the entry itself.
+        """
+        g, nav = self.graph, self.nav
+        hops = [s for s in plan.steps if s.role == StepRole.NAVIGATE]
+        if len(hops) < 2:
             return []
         by_id = {t.id: t for t in g.transitions}
-        tried: dict[str, set[ElementKey]] = {}
-        for t in g.transitions:
-            _, el = target_of(g, t)
-            if el is not None:
-                tried.setdefault(t.from_state, set()).add(element_key(el))  # type: ignore[arg-type]
-        out: list[ShortcutRequest] = []
-        for i, step in enumerate(nav_steps[:-1]):
-            here = g.observation(step.observation_id)
-            state = by_id[step.edge_id].from_state if step.edge_id else ""
-            for later in nav_steps[i + 1:]:
-                edge = by_id[later.edge_id] if later.edge_id else None
-                if edge is None:
+        tried = self._tried()
+        out: dict[tuple[str, ElementKey], ShortcutRequest] = {}
+        for j, hop in enumerate(hops):
+            if j == 0:
+                continue
+            edge = by_id.get(hop.edge_id or "")
+            if edge is None:
+                continue
+            _, el = target_of(g, edge)
+            if el is None:
+                continue
+            key = element_key(el)  # type: ignore[arg-type]
+            names = {key[2].lower(), plan.facts.target.lower()} - {""}
+            for state in nav.order:
+                if nav.dist[state] >= j:
+                    break  # only states from which the hop would come earlier than it does now
+                here = nav.clean_capture(state)
+                if here is None:
                     continue
-                _, el = target_of(g, edge)
-                if el is None:
-                    continue
-                key = element_key(el)  # type: ignore[arg-type]
-                names = {key[2].lower(), plan.facts.target.lower()}
                 for cand in here.elements:
-                    if not (cand.clickable and cand.visible):
-                        continue
                     ck = element_key(cand)
-                    if ck in tried.get(state, set()):
+                    if not (cand.clickable and cand.visible) or ck in tried.get(state, set()):
                         continue
                     if ck == key or ck[2].lower() in names:
-                        out.append(ShortcutRequest(state, here.id, cand.id, ck, cand.label, edge.to_state))
-        unique: dict[tuple[str, ElementKey], ShortcutRequest] = {}
-        for r in out:
-            unique.setdefault((r.state, r.key), r)
-        return list(unique.values())
+                        out.setdefault((state, ck), ShortcutRequest(state, here.id, cand.id, ck, cand.label,
+                                                                    edge.to_state))
+        return list(out.values())
 
 
 def _with_next(step: PlanStep, next_id: str | None) -> PlanStep:

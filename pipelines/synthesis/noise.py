@@ -74,6 +74,8 @@ def inject(traj: Trajectory, kind: str, rng: random.Random, store: BlobStore | N
             return None
         k = rng.choice(acting[:-1])  # never the last action (the task would simply be shorter) nor the terminal
         return _relabel(traj, kind, k, steps[:k] + steps[k + 1:])
+    if kind == "stale_element":
+        pointed = [i for i in pointed if i > 0]  # it needs a previous screen whose element went stale
     if not pointed:
         return None
     k = rng.choice(pointed)

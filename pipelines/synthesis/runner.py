@@ -315,19 +315,52 @@ def finish_run(out: Path, loaded: GraphLoad, backend: BackendInfo, trajs: list[T
     return RunReport(trajs, rejects, summary, roots)
 
 
+Prober = Callable[[AppGraph, Path], dict[str, Any]]
+
+
+def app_dir_of(graph_dir: Path, graph: AppGraph) -> Path:
+    """Where an app's graph records live (probe records are written beside them)."""
+    if graph.blob_root is not None and graph.blob_root.name == "blobs" and graph.blob_root.parent != graph_dir:
+        return graph.blob_root.parent
+    return graph_dir / graph.app_id
+
+
+def probe_graphs(graph_dir: str | Path, loaded: GraphLoad, prober: Prober, rounds: int = 2) -> tuple[GraphLoad,
+                                                                                                      dict[str, Any]]:
+    """Probe every graph's shortcuts and list siblings (``probe``), reloading until nothing new is found."""
+    root = Path(graph_dir)
+    reports: dict[str, Any] = {}
+    for _ in range(rounds):
+        found = 0
+        for key, graph in loaded.graphs.items():
+            report = prober(graph, app_dir_of(root, graph))
+            reports.setdefault(key, []).append(report)
+            found += int(report.get("edges", 0)) + int(report.get("new_states", 0))
+        if not found:
+            break
+        loaded = load_graphs(root)
+    return loaded, reports
+
+
 def run_synthesis(graph_dir: str | Path, out_dir: str | Path, backend: Backend, config: SynthConfig | None = None,
                   cache_dir: str | Path | None = None, usage: Usage | None = None,
                   replay: Replayer | None = None,
                   extra: Callable[[AppGraph, list[Trajectory]], list[Trajectory]] | None = None,
-                  progress: Callable[[str, int], Callable[[int], None]] | None = None) -> RunReport:
+                  progress: Callable[[str, int], Callable[[int], None]] | None = None,
+                  prober: Prober | None = None) -> RunReport:
     """Synthesize every app under ``graph_dir`` into ``out_dir``; returns the records and the summary.
 
+    ``prober`` (``probe.Prober``, on a device) first tries the plans' unprobed shortcuts and unopened list
+    items and adds what it finds to the graph directory, so plans are built on the richer graph.
     ``progress(name, total)`` is called once with the number of call lookups the run will make (so a bar has
     a real total) and returns the function that is ticked as they complete.
     """
     config = config or SynthConfig()
     usage = usage or Usage()
     out, loaded = prepare_run(graph_dir, out_dir, backend)
+    probes: dict[str, Any] = {}
+    if prober is not None:
+        loaded, probes = probe_graphs(graph_dir, loaded, prober)
     cache = CallCache(cache_dir if cache_dir is not None else out / "cache")
     plans = {key: select_plans(g, config) for key, g in loaded.graphs.items()}
     total = sum(planned_calls(loaded.graphs[key], p, config) for key, p in plans.items())
@@ -345,4 +378,8 @@ def run_synthesis(graph_dir: str | Path, out_dir: str | Path, backend: Backend, 
         n_plans += result.plans
         if extra is not None:
             trajs += extra(graph, result.trajectories)
-    return finish_run(out, loaded, backend, trajs, rejects, n_plans, usage, replay)
+    report = finish_run(out, loaded, backend, trajs, rejects, n_plans, usage, replay)
+    if probes:
+        report.summary["probes"] = probes
+        write_json_atomic(out / "summary.json", report.summary)
+    return report

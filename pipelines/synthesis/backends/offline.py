@@ -202,7 +202,7 @@ class OfflineBackend(Backend):
             purpose = r["purpose"].get(goal["kind"], r["purpose"]["other"]).format(**fmt)
             text = _pick(r["commit"], seed).format(**{**fmt, "purpose": purpose})
         elif role == "answer":
-            text = _pick(r["answer"], seed).format(**fmt)
+            text = _pick(r["answer_list" if goal.get("answer_on_list") else "answer"], seed).format(**fmt)
         else:  # finish
             kind = self._shape(goal) if goal["kind"] == "screen" else goal["kind"]
             kind = {"dialog_of_item": "dialog", "screen_of_item": "screen"}.get(kind, kind)

@@ -1,16 +1,28 @@
 """A client for OpenAI-compatible chat-completions servers (what ``vllm serve <Qwen2.5-VL>`` exposes).
 
-Screenshots travel as base64 ``data:`` URLs. Requests run on a bounded thread pool (``concurrency``) sharing
-one HTTP connection pool; each has a timeout, and transient failures (connection errors, timeouts, 429 and
-5xx) are retried with exponential backoff and jitter. A call that still fails is a ``Failure`` with a short
+Screenshots travel as base64 ``data:`` URLs. Requests run on a bounded thread pool (``concurrency``, 32 by
+default: a vLLM server batches that many well) sharing one HTTP connection pool; each has a timeout, and
+transient failures (connection errors, timeouts, 429 and 5xx) are retried with exponential backoff and jitter,
+waiting at least what a ``Retry-After`` header asks. A call that still fails is a ``Failure`` with a short
 reason, so one bad request never sinks the run, while a server that cannot be reached at all is caught once,
 up front, by ``check`` with a message that says where it looked.
+
+Structured output: with ``guided="auto"`` (the default) every request carries an OpenAI ``response_format``
+JSON schema — vLLM turns it into guided decoding, so a step answer cannot be malformed JSON — and the JSON
+answer is rendered into GUI-Libra's ``<think>…</think><answer>{…}</answer>`` text the parser reads. A server
+that refuses ``response_format`` (HTTP 400 naming it) is asked again without it, and the client stops sending
+it for the rest of the run. ``guided="guided_json"`` uses vLLM's older ``guided_json`` extra parameter;
+``"off"`` sends neither. ``max_images=1`` is for servers started with ``--limit-mm-per-prompt image=1``: a task
+call then sends only the goal screen.
 """
 
 from __future__ import annotations
 
 import base64
+import email.utils
+import json
 import random
+import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -31,6 +43,56 @@ from pipelines.synthesis.calls import Call
 from pipelines.synthesis.prompts import PromptSet
 
 RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
+MAX_RETRY_AFTER_S = 120.0
+GUIDED_MODES = ("auto", "json_schema", "guided_json", "off")
+
+STEP_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "thinking": {"type": "string"},
+        "action_description": {"type": "string"},
+        "action_type": {"type": "string"},
+        "value": {"type": "string"},
+        "point_2d": {"anyOf": [{"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2},
+                               {"type": "null"}]},
+    },
+    "required": ["thinking", "action_description", "action_type", "value", "point_2d"],
+    "additionalProperties": False,
+}
+TASK_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"task": {"type": "string"}},
+    "required": ["task"],
+    "additionalProperties": False,
+}
+
+
+def retry_after_s(header: str | None) -> float | None:
+    """Seconds a ``Retry-After`` header asks to wait (delta-seconds or an HTTP date), capped; None if absent."""
+    if not header:
+        return None
+    try:
+        return min(MAX_RETRY_AFTER_S, max(0.0, float(header)))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(header)
+    except (TypeError, ValueError):
+        return None
+    return min(MAX_RETRY_AFTER_S, max(0.0, when.timestamp() - time.time()))
+
+
+def from_structured(kind: str, content: str) -> str:
+    """A guided JSON answer in the text format ``parse`` reads (anything unparseable is passed through as is,
+    so the parser names what is wrong)."""
+    try:
+        data = json.loads(content)
+    except ValueError:
+        return content
+    if kind != "step" or not isinstance(data, dict) or "thinking" not in data:
+        return content
+    thinking = str(data.pop("thinking") or "")
+    return f"<think>{thinking}</think><answer>{json.dumps(data, ensure_ascii=False)}</answer>"
 
 
 def data_url(png: bytes) -> str:
@@ -42,9 +104,15 @@ class OpenAIBackend(Backend):
     needs_images = True
 
     def __init__(self, prompts: PromptSet, model: str, *, base_url: str, api_key: str | None = None,
-                 concurrency: int = 4, timeout_s: float = 60.0, retries: int = 3, backoff_s: float = 0.5,
-                 max_tokens: int = 512, temperature: float = 0.0):
+                 concurrency: int = 32, timeout_s: float = 60.0, retries: int = 3, backoff_s: float = 0.5,
+                 max_tokens: int = 512, temperature: float = 0.0, guided: str = "auto",
+                 max_images: int | None = None):
         super().__init__(prompts, model)
+        if guided not in GUIDED_MODES:
+            raise ValueError(f"guided must be one of {', '.join(GUIDED_MODES)}, not {guided!r}")
+        self.guided = guided
+        self.max_images = max_images
+        self._guided_refused = threading.Event()
         self.base_url = base_url.rstrip("/")
         self.concurrency = max(1, concurrency)
         self.timeout_s = timeout_s
@@ -80,16 +148,36 @@ class OpenAIBackend(Backend):
         content.append({"type": "text", "text": user_text(self.prompts, call)})
         return [{"role": "system", "content": self.prompts.system}, {"role": "user", "content": content}]
 
+    def _structured(self, call: Call) -> dict[str, Any]:
+        """The request fields asking for guided JSON output, per ``guided`` (none once the server refused)."""
+        if self.guided == "off" or self._guided_refused.is_set():
+            return {}
+        schema = STEP_SCHEMA if call.kind == "step" else TASK_SCHEMA
+        if self.guided == "guided_json":
+            return {"guided_json": schema}
+        return {"response_format": {"type": "json_schema",
+                                    "json_schema": {"name": f"trajforge_{call.kind}", "schema": schema}}}
+
+    def _body(self, call: Call, images: list[bytes]) -> dict[str, Any]:
+        if self.max_images is not None and len(images) > self.max_images:
+            images = images[-self.max_images:]  # the last image is the one a call is about (goal / current)
+        return {"model": self.model, "messages": self.messages(call, images), "max_tokens": self.max_tokens,
+                "temperature": self.temperature, **self._structured(call)}
+
     def _one(self, call: Call) -> Result:
         images = load_images(self, call)
         if isinstance(images, Failure):
             return images
-        body = {"model": self.model, "messages": self.messages(call, images), "max_tokens": self.max_tokens,
-                "temperature": self.temperature}
+        body = self._body(call, images)
+        guided = any(k in body for k in ("response_format", "guided_json"))
         last = Failure("unreachable", "no attempt made")
-        for attempt in range(self.retries + 1):
+        wait = 0.0
+        attempt = -1
+        while attempt < self.retries:
+            attempt += 1
             if attempt:
-                time.sleep(self.backoff_s * 2 ** (attempt - 1) * (1 + random.random() / 2))
+                time.sleep(max(wait, self.backoff_s * 2 ** (attempt - 1) * (1 + random.random() / 2)))
+            wait = 0.0
             try:
                 r = self.http.post("/chat/completions", json=body)
             except httpx.TimeoutException as exc:
@@ -100,6 +188,14 @@ class OpenAIBackend(Backend):
                 continue
             if r.status_code in RETRY_STATUS:
                 last = Failure("server_error", f"HTTP {r.status_code}: {r.text[:300]}")
+                wait = retry_after_s(r.headers.get("retry-after")) or 0.0
+                continue
+            if r.status_code == 400 and guided and any(k in r.text for k in ("response_format", "json_schema",
+                                                                               "guided")):
+                self._guided_refused.set()  # this server cannot decode to a schema: ask plainly from now on
+                body = self._body(call, images)
+                guided = False
+                attempt -= 1  # a refused feature is not a failed attempt
                 continue
             if r.status_code != 200:
                 return Failure("http_error", f"HTTP {r.status_code}: {r.text[:300]}")
@@ -111,6 +207,8 @@ class OpenAIBackend(Backend):
                 return Failure("bad_response", f"not a chat completion: {r.text[:300]}")
             if not isinstance(text, str):
                 return Failure("bad_response", "message content is not text")
+            if guided:
+                text = from_structured(call.kind, text)
             return Completion(text, int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0))
         last.detail = f"after {self.retries + 1} attempts: {last.detail}"
         return last

@@ -3,12 +3,17 @@
 Loading goes through ``training.models.load_model_and_processor`` — the same ``from_pretrained`` path the
 trainer uses — so a tiny test model and real weights take one road. The chat template renders each image as
 one ``<|image_pad|>``; like Qwen's processor we expand it to the number of merged patches the image processor
-produced (``grid_t·grid_h·grid_w / merge²``). Calls are generated one at a time with greedy decoding: on CPU a
-batch buys little, and on a GPU host the OpenAI-compatible backend (vLLM) is the scalable path.
+produced (``grid_t·grid_h·grid_w / merge²``). Calls are generated one at a time with greedy decoding, on the
+GPU when there is one (``device="auto"``); for throughput on a GPU host the OpenAI-compatible backend (vLLM) is
+the scalable path.
+
+The model's identity in cache keys and lineage is its directory name *and* a digest of its weight files'
+contents, so retrained weights saved over the same directory never reuse yesterday's cached answers.
 """
 
 from __future__ import annotations
 
+import hashlib
 import io
 from collections.abc import Sequence
 from pathlib import Path
@@ -27,6 +32,28 @@ from pipelines.synthesis.calls import Call
 from pipelines.synthesis.prompts import PromptSet
 
 IMAGE_PAD = "<|image_pad|>"
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf")
+
+
+def weights_digest(model_dir: Path, chunk: int = 1 << 22) -> str:
+    """sha256 over the weight files' names and contents (config and tokenizer files too: they change outputs)."""
+    h = hashlib.sha256()
+    files = sorted(p for p in model_dir.rglob("*") if p.is_file() and (
+        p.suffix in WEIGHT_SUFFIXES or p.suffix == ".json" or p.name.endswith((".model", ".txt"))))
+    for p in files:
+        h.update(str(p.relative_to(model_dir)).encode() + b"\0")
+        with p.open("rb") as f:
+            while block := f.read(chunk):
+                h.update(block)
+    return h.hexdigest()
+
+
+def pick_device(device: str) -> str:
+    if device != "auto":
+        return device
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
 
 
 class TransformersBackend(Backend):
@@ -34,11 +61,14 @@ class TransformersBackend(Backend):
     needs_images = True
 
     def __init__(self, prompts: PromptSet, model_dir: str | Path, max_new_tokens: int = 256,
-                 max_pixels: int | None = None):
-        super().__init__(prompts, Path(model_dir).name)
-        self.model_dir = Path(model_dir)
+                 max_pixels: int | None = None, device: str = "auto"):
+        model_dir = Path(model_dir)
+        digest = weights_digest(model_dir)[:12] if model_dir.is_dir() else "missing"
+        super().__init__(prompts, f"{model_dir.name}@{digest}")
+        self.model_dir = model_dir
         self.max_new_tokens = max_new_tokens
         self.max_pixels = max_pixels
+        self.device = device
         self._loaded: tuple[Any, Any, Any] | None = None
 
     def check(self) -> None:
@@ -58,6 +88,8 @@ class TransformersBackend(Backend):
                 ip.max_pixels = self.max_pixels
                 if hasattr(ip, "size") and isinstance(ip.size, dict):
                     ip.size["longest_edge"] = self.max_pixels
+            self.device = pick_device(self.device)
+            model.to(self.device)
             model.eval()
             self._loaded = (model, tok, ip)
         return self._loaded
@@ -83,11 +115,13 @@ class TransformersBackend(Backend):
         prompt = prompt.replace("\x00", IMAGE_PAD)
         ids = tok(prompt, return_tensors="pt", add_special_tokens=False)["input_ids"]
         eos = tok.convert_tokens_to_ids("<|im_end|>")
+        ids = ids.to(self.device)
         with torch.no_grad():
             out = model.generate(
                 input_ids=ids, attention_mask=torch.ones_like(ids),
                 mm_token_type_ids=(ids == model.config.image_token_id).long(),
-                pixel_values=vision["pixel_values"], image_grid_thw=vision["image_grid_thw"],
+                pixel_values=vision["pixel_values"].to(self.device, dtype=model.dtype),
+                image_grid_thw=vision["image_grid_thw"].to(self.device),
                 do_sample=False, max_new_tokens=self.max_new_tokens, eos_token_id=eos,
                 pad_token_id=tok.pad_token_id,
             )

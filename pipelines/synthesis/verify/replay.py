@@ -114,13 +114,17 @@ def ground(step: Step, screen: Any) -> Action | None:
     the action moves to its centre; None when the live screen has no such element (the task needs something
     the fresh app does not have).
     """
+    return ground_action(step.action, step.observation, screen)
+
+
+def ground_action(a: Action, recorded: Observation, screen: Any) -> Action | None:
+    """``a`` (recorded on capture ``recorded``) moved onto the live ``screen`` by its target's identity."""
     from pipelines.synthesis.screens import element_key, occurrence
 
-    a = step.action
-    el = step.observation.element(a.target_element_id) if a.target_element_id else None
+    el = recorded.element(a.target_element_id) if a.target_element_id else None
     if el is None:
         return a
-    key, nth = element_key(el), occurrence(step.observation, el)
+    key, nth = element_key(el), occurrence(recorded, el)
     live = [w.element for w in screen.widgets if element_key(w.element) == key]
     if nth >= len(live):
         return None
@@ -197,6 +201,40 @@ def profile_for(device: DeviceProfile) -> Any:
                    font_scale=getattr(device, "font_scale", 1.0) or 1.0)
 
 
+def fresh_start(app: Any, location: str, platform: str, profile: Any) -> Callable[[ReplayDevice], None]:
+    """How a replay (or a probe) starts the app the way a fresh user and the crawler do.
+
+    The app's reset hook first (server-side data back to its seed; a ``ResetFailed`` makes the replay fail with
+    that reason), then the app's data on the device cleared, the entry opened, the login script run when its
+    marker is on screen, then the setup steps. ``app`` is the crawl config's ``AppConfig``; without one the
+    start is opening ``location`` (the trajectory's first screen).
+    """
+
+    def start(device: ReplayDevice) -> None:
+        from explorers.scripts import is_present, run_step
+
+        entry = app.entry if app is not None else location
+        if app is not None and app.reset is not None:
+            from explorers.reset import run_reset
+
+            run_reset(app.reset)
+        if platform == "web":
+            with contextlib.suppress(Exception):
+                device.clear_data(entry)  # a fresh app session: no notes or settings from earlier replays
+        device.open(entry)
+        device.settle()
+        if app is None:
+            return
+        values = {"locale": profile.locale, "color_scheme": profile.color_scheme, "profile": profile.key}
+        if app.login and is_present(device, app.login.when_present.format_map(values)):  # type: ignore[arg-type]
+            for step in app.login.steps:
+                run_step(device, step.filled(values), app.entry)  # type: ignore[arg-type]
+        for step in app.setup:
+            run_step(device, step.filled(values), app.entry)  # type: ignore[arg-type]
+
+    return start
+
+
 class ExplorerReplayer:
     """Replays trajectories through real WebDriver sessions opened by the explorers' session code.
 
@@ -214,31 +252,8 @@ class ExplorerReplayer:
         self.failures: Counter[str] = Counter()
 
     def _start(self, traj: Trajectory, profile: Any) -> Callable[[ReplayDevice], None]:
-        app = self.apps.get(traj.app_id)
-
-        def start(device: ReplayDevice) -> None:
-            from explorers.scripts import is_present, run_step
-
-            entry = app.entry if app is not None else traj.steps[0].observation.location
-            if app is not None and app.reset is not None:
-                from explorers.reset import run_reset
-
-                run_reset(app.reset)  # raises ResetFailed: the replay then fails with that reason
-            if str(traj.steps[0].observation.platform) == "web":
-                with contextlib.suppress(Exception):
-                    device.clear_data(entry)  # a fresh app session: no notes or settings from earlier replays
-            device.open(entry)
-            device.settle()
-            if app is None:
-                return
-            values = {"locale": profile.locale, "color_scheme": profile.color_scheme, "profile": profile.key}
-            if app.login and is_present(device, app.login.when_present.format_map(values)):  # type: ignore[arg-type]
-                for step in app.login.steps:
-                    run_step(device, step.filled(values), app.entry)  # type: ignore[arg-type]
-            for step in app.setup:
-                run_step(device, step.filled(values), app.entry)  # type: ignore[arg-type]
-
-        return start
+        first = traj.steps[0].observation
+        return fresh_start(self.apps.get(traj.app_id), first.location, str(first.platform), profile)
 
     def __call__(self, trajs: list[Trajectory], index: StateIndex) -> list[Trajectory]:
         from explorers.sessions import EndpointSpec, open_device
