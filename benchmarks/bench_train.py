@@ -211,7 +211,7 @@ def main() -> None:
     print(f"BENCH grpo_demo_steps_ok={done}")
 
     if args.flywheel:
-        from pipelines.flywheel.bench import flywheel_yield
+        from flywheel_demo import flywheel_yield
 
         result = flywheel_yield(tmp / "flywheel")
         print(json.dumps(result["summary"], default=str))

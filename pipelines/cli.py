@@ -32,6 +32,7 @@ COMMAND_MODULES = [
     "pipelines.commands.probe",
     "pipelines.commands.curate",
     "pipelines.commands.nightly",
+    "pipelines.commands.flywheel",
 ]
 
 for _name in COMMAND_MODULES:

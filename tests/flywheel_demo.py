@@ -1,0 +1,84 @@
+"""The flywheel on the bundled demo app: crawl, synthesize (offline, replayed), then roll out — for the flywheel's
+end-to-end test and ``benchmarks/bench_train.py --flywheel``.
+
+The synthesis stage does not write ``Task.goal`` yet (schema 1.2 defines it; ``pipelines/synthesis`` leaves it
+None), so ``with_goals`` gives each replay-verified task the goal its own replay proved reachable: the state of
+its last step's next observation (``must_show`` empty). That is stated wherever a number comes from it; once
+synthesis writes goals, the flywheel uses them unchanged and this helper goes.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+from schemas import Goal, Trajectory, Verification
+from schemas.recordio import iter_records, write_parquet
+
+
+def crawl_and_synthesize(root: Path, app_url: str, driver_url: str, crawl_steps: int = 40,
+                         profiles: tuple[str, ...] = ("desktop",)) -> tuple[Path, Path, dict[str, Any]]:
+    """(graph dir, synthesized trajectories file, apps by id) for the demo app served at ``app_url``."""
+    from explorers.config import parse_config
+    from explorers.farm import run_farm
+    from pipelines.demo import DemoSettings, crawl_config
+    from pipelines.synthesis.factory import make_backend
+    from pipelines.synthesis.runner import run_synthesis
+    from pipelines.synthesis.verify.replay import ExplorerReplayer
+
+    settings = DemoSettings(out=root, crawl_steps=crawl_steps, profiles=profiles, progress=False)
+    cfg = parse_config(crawl_config(app_url, driver_url, settings), source="flywheel-demo")
+    farm = run_farm(cfg, show_progress=False)
+    assert not farm.failures, farm.failures
+    apps = {a.id: a for a in cfg.apps}
+    backend = make_backend("offline")
+    try:
+        run_synthesis(root / "graph", root / "synth", backend, replay=ExplorerReplayer(driver_url, "chromedriver",
+                                                                                       apps=apps))
+    finally:
+        backend.close()
+    return root / "graph", root / "synth" / "trajectories.parquet", apps
+
+
+def with_goals(src: Path, dst: Path, limit: int | None = None) -> int:
+    """Copy replay-verified trajectories to ``dst`` with the goal their replay reached (see the module docstring);
+    returns how many."""
+    out: list[Trajectory] = []
+    for p in iter_records(src):
+        t = p.record
+        if not isinstance(t, Trajectory) or t.verification != Verification.REPLAYED or t.task.goal is not None:
+            continue
+        if not all(s.train_target for s in t.steps) or t.lineage.negative or t.scores.get("recovery"):
+            continue
+        end = t.steps[-1].next_observation_id
+        if not end:
+            continue
+        goal = Goal(kind="screen", observation_id=end, summary="the replayed end state (derived in tests)")
+        out.append(t.model_copy(update={"task": t.task.model_copy(update={"goal": goal})}))
+    out.sort(key=lambda t: (len(t.steps), t.id))
+    out = out[:limit] if limit else out
+    write_parquet(out, dst, "trajectory")
+    return len(out)
+
+
+def flywheel_yield(root: Path, tasks: int = 6, k: int = 4, rounds: int = 2) -> dict[str, Any]:
+    """Serve the demo app and a chromedriver, crawl, synthesize, run the flywheel; the summary and its yield."""
+    from explorers.demo_app import make_server
+    from explorers.local_servers import start_chromedriver
+    from pipelines.flywheel.runner import FlywheelConfig, run_flywheel
+
+    server = make_server("127.0.0.1", 0)
+    threading.Thread(target=server.serve_forever, name="demo-app", daemon=True).start()
+    app_url = f"http://127.0.0.1:{server.server_address[1]}"
+    driver = start_chromedriver(log_dir=root / "logs")
+    try:
+        graph, synth, apps = crawl_and_synthesize(root, app_url, driver.url)
+        n = with_goals(synth, root / "tasks.parquet", tasks)
+        summary = run_flywheel(root / "tasks.parquet", graph, driver.url, "chromedriver", apps, root / "flywheel",
+                               FlywheelConfig(k=k, rounds=rounds))
+    finally:
+        driver.stop()
+        server.shutdown()
+    summary["goals"] = f"{n} tasks, goals derived from their replayed end states (synthesis writes no Task.goal yet)"
+    return {"summary": summary, "yield": summary.get("yield") or 0.0}

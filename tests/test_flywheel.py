@@ -1,0 +1,148 @@
+"""The rejection-sampling flywheel: schedule, goal check, first wrong step and recovery samples on the toy notes
+graph (fast), and ``trajforge flywheel`` end to end on the demo app in real Chromium (e2e)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import yaml
+from test_synth_toygraph import click, make_observation, notes_graph
+from typer.testing import CliRunner
+
+from pipelines.cli import app
+from pipelines.flywheel.goal import goal_reached
+from pipelines.flywheel.rollout import LiveStep, Locator, RolloutResult, instruction_for
+from pipelines.flywheel.runner import TaskSchedule, eligible, first_wrong_step, recovery_trajectory
+from pipelines.synthesis.verify.replay import StateIndex, observation_features
+from schemas import Action, BlobStore, Goal, Step, Task, Trajectory, Verification
+from schemas.recordio import iter_records
+
+runner = CliRunner()
+
+
+NOTE_GOAL = Goal(kind="create", state="note")
+
+
+def _ref(goal: Goal | None = NOTE_GOAL, verified: bool = True) -> Trajectory:
+    obs = {s: make_observation(s, None) for s in ("notes", "form", "note")}
+    steps = [Step(index=0, observation=obs["notes"], action=click("notes", "new"), instruction="Tap New note"),
+             Step(index=1, observation=obs["form"], action=click("form", "save"), instruction="Tap Save",
+                  next_observation_id=obs["note"].id)]
+    return Trajectory(id="ref", task=Task(id="t", instruction="Create a note", app_id="notes", goal=goal),
+                      steps=steps, app_id="notes",
+                      verification=Verification.REPLAYED if verified else Verification.UNVERIFIED)
+
+
+def test_schedule_moves_the_start_with_the_success_band():
+    s = TaskSchedule("ref", num_steps=4, start=3)
+    s.update(0.9, (0.3, 0.7))  # too easy from step 3: start one step earlier
+    assert (s.start, s.status) == (2, "active")
+    s.update(0.5, (0.3, 0.7))  # in band: stay
+    assert s.start == 2
+    s.update(0.1, (0.3, 0.7))  # too hard: one step later again
+    assert s.start == 3
+    s.start = 0
+    s.update(1.0, (0.3, 0.7))
+    assert s.status == "mastered"
+    hard = TaskSchedule("h", num_steps=2, start=1)
+    hard.update(0.0, (0.3, 0.7))
+    hard.update(0.0, (0.3, 0.7))
+    assert hard.status == "too_hard"
+
+
+def test_only_goal_carrying_replay_verified_tasks_are_eligible():
+    keep, skipped = eligible([_ref(), _ref(goal=None), _ref(verified=False)])
+    assert [t.id for t in keep] == ["ref"] and skipped == {"no_goal": 1, "not_replay_verified": 1}
+
+
+def test_goal_needs_the_goal_state_and_every_must_show_text():
+    graph = notes_graph()
+    index = StateIndex([graph])
+    note = make_observation("note", None)
+    feats = observation_features(note)
+
+    screen = SimpleNamespace(widgets=[SimpleNamespace(element=e, value="") for e in note.elements])
+    assert goal_reached(Goal(kind="create", observation_id=note.id, must_show=["Weekend plans"]), screen, feats,
+                        index) == (True, "")
+    assert goal_reached(Goal(kind="create", observation_id=note.id, must_show=["Groceries"]), screen, feats,
+                        index)[1].startswith("missing_text")
+    form = make_observation("form", None)
+    assert goal_reached(Goal(kind="create", observation_id=note.id), screen, observation_features(form),
+                        index) == (False, "not_goal_state")
+    assert goal_reached(None, screen, feats, index) == (False, "no_goal")
+
+
+def test_first_wrong_step_and_its_recovery_sample(tmp_path):
+    graph = notes_graph()
+    locator = Locator([graph], StateIndex([graph]))
+    ref = _ref()
+    o = {s: make_observation(s, None, variant="-live") for s in ("notes", "form", "settings")}
+    # notes → (New note) form [progress] → (Settings? no: All notes-like detour) … the policy clicked the settings
+    # link from notes instead: distance 2 → 3, the first wrong step.
+    res = RolloutResult("t", "ref", 0, steps=[
+        LiveStep(o["notes"], "notes", click("notes", "settings-link"), "Tap the “Settings” link", False),
+        LiveStep(o["settings"], "settings", click("settings", "theme"), "Tap the “Theme” combobox", False),
+    ], final=o["settings"], final_state="settings")
+    assert first_wrong_step(res, locator, "note") == 0
+    rec = recovery_trajectory(res, ref, 0, locator, "note", None, BlobStore(tmp_path / "b"), "rule", "desktop")
+    assert rec is not None
+    assert [s.train_target for s in rec.steps] == [False, True, True, True]
+    wrong, fix = rec.steps[0], rec.steps[1]
+    assert fix.observation.id == o["settings"].id  # the screen the mistake led to, as captured live
+    assert fix.action.target_element_id == "all-notes" and fix.instruction == "Tap the “All notes” link"
+    assert "did not bring the task closer" in (fix.reasoning or "") and wrong.instruction in fix.reasoning
+    # then the reference from the state the correction reaches (notes): New note, Save
+    assert [s.action.target_element_id for s in rec.steps[2:]] == ["new", "save"]
+    assert rec.scores["wrong_step"] == 0.0 and rec.lineage.source == "flywheel"
+    # A rollout that progressed every step has no wrong step to blame.
+    ok = RolloutResult("t", "ref", 0, steps=[LiveStep(o["notes"], "notes", click("notes", "new"), "", False)],
+                       final=o["form"], final_state="form")
+    assert first_wrong_step(ok, locator, "note") is None
+
+
+def test_instructions_name_the_target_element():
+    form = make_observation("form", None)
+    assert instruction_for(click("form", "save"), form.elements) == "Tap the “Save” button"
+    typed = Action(type="type", text="Milk", x=200, y=75, image_width=400, image_height=300)
+    assert instruction_for(typed, form.elements) == "Type “Milk” into the “Title” field"  # found under the point
+
+
+@pytest.mark.e2e
+def test_flywheel_cli_on_the_demo_app(tmp_path, demo_app_url, chromedriver_url):
+    from flywheel_demo import crawl_and_synthesize, with_goals
+
+    from pipelines.demo import DemoSettings, crawl_config
+
+    graph, synth, _ = crawl_and_synthesize(tmp_path, demo_app_url, chromedriver_url, crawl_steps=30)
+    cfg = tmp_path / "crawl.yaml"
+    cfg.write_text(yaml.safe_dump(crawl_config(demo_app_url, chromedriver_url, DemoSettings(out=tmp_path))))
+    base = ["flywheel", "--graph", str(graph), "--config", str(cfg), "-k", "2", "--rounds", "2", "--no-progress"]
+    # Synthesized tasks carry no Task.goal yet: the flywheel refuses to verify against nothing.
+    res = runner.invoke(app, [*base, "--tasks", str(synth), "--out", str(tmp_path / "none")])
+    assert res.exit_code == 1 and "Task.goal" in res.output
+    n = with_goals(synth, tmp_path / "tasks.parquet", limit=3)
+    assert n == 3
+    out = tmp_path / "fw"
+    res = runner.invoke(app, [*base, "--tasks", str(tmp_path / "tasks.parquet"), "--out", str(out), "--epsilon",
+                              "0.4"], catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    summary = json.loads((out / "summary.json").read_text())
+    rollouts = [json.loads(x) for x in (out / "rollouts.jsonl").read_text().splitlines()]
+    assert summary["rollouts"] == len(rollouts) >= 6 and summary["successes"] == sum(r["success"] for r in rollouts)
+    assert 0 < summary["yield"] <= 1 and summary["yield"] == summary["successes"] / summary["rollouts"]
+    written = [p.record for p in iter_records(out / "trajectories.parquet")]
+    wins = [t for t in written if t.scores.get("flywheel_success")]
+    recs = [t for t in written if t.scores.get("flywheel_recovery")]
+    assert len(wins) == summary["successes"] and len(recs) == summary["recoveries"]
+    for t in wins:
+        assert t.verification == "replayed" and all(s.train_target for s in t.steps)
+        assert BlobStore(out / "blobs").exists(t.steps[0].observation.screenshot_sha256)  # live captures
+    for t in recs:
+        assert [s.train_target for s in t.steps].count(False) == 1
+    # Backward starts: every task began at its last step.
+    assert {r["start"] for r in rollouts if r["round"] == 0} == {
+        len(t.steps) - 1 for t in (p.record for p in iter_records(tmp_path / "tasks.parquet"))}
+    assert summary["curated"]["samples_in"] > 0 and Path(summary["curated"]["version"]).is_dir()
