@@ -9,6 +9,7 @@ the profile's values, so one setup script can switch an app's own language or th
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, Literal
 
@@ -67,10 +68,29 @@ class LoginConfig(_Strict):
 
 
 class DenyConfig(_Strict):
+    """Extra deny patterns; ``allow_categories`` switches default categories off (``explorers.safety``'s
+    ``DENY_CATEGORIES``: destroy, money, messaging, session, publish, moderation, workflow, content-model,
+    permissions, account); ``replace_defaults`` starts from no default pattern at all."""
+
     labels: list[str] = Field(default_factory=list)
     urls: list[str] = Field(default_factory=list)
     resource_ids: list[str] = Field(default_factory=list)
+    allow_categories: list[str] = Field(default_factory=list)
     replace_defaults: bool = False
+
+    @model_validator(mode="after")
+    def _known(self) -> DenyConfig:
+        from explorers.safety import DENY_CATEGORIES
+
+        unknown = [c for c in self.allow_categories if c not in DENY_CATEGORIES]
+        if unknown:
+            raise ValueError(f"unknown deny categories {unknown} (known: {', '.join(DENY_CATEGORIES)})")
+        for p in [*self.labels, *self.urls, *self.resource_ids]:
+            try:
+                re.compile(p)
+            except re.error as exc:
+                raise ValueError(f"deny pattern {p!r} is not a valid regular expression: {exc}") from None
+        return self
 
 
 class AppConfig(_Strict):
@@ -78,12 +98,18 @@ class AppConfig(_Strict):
     platform: Literal["web", "android"] = "web"
     entry: str = Field(min_length=1)  # URL (web) or package[/activity] (android)
     version: str = ""
-    allowed_hosts: list[str] = Field(default_factory=list)  # default: the entry's host
+    # Hosts links and forms may lead to (``*.example.org`` wildcards; ``*`` for any); default: the entry's host.
+    # Anything else is refused before it is followed (and audited), so a crawl never wanders to other sites.
+    allowed_hosts: list[str] = Field(default_factory=list)
     packages: list[str] = Field(default_factory=list)  # android: packages that count as "in the app"
     login: LoginConfig | None = None
     setup: list[ScriptStep] = Field(default_factory=list)
     deny: DenyConfig = Field(default_factory=DenyConfig)
     form_values: dict[str, str] = Field(default_factory=dict)
+    # Fill forms but never commit one: POST submits and save/create/post-style buttons are refused unless their
+    # label, resource id or form URL matches ``submit_allow`` (GET forms — searches, filters — are still sent).
+    dry_run_forms: bool = False
+    submit_allow: list[str] = Field(default_factory=list)
     # Clear the app's data on the device (web: cookies and storage; Android: ``pm clear``) at every restart, so
     # every episode starts where replay verification and a fresh user start. Off by default: it also forgets
     # what an episode set up (a language chosen in the app's settings), which costs steps to redo.

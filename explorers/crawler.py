@@ -29,7 +29,7 @@ from explorers.graph_log import remember, replay_log
 from explorers.policy import Policy, make_policy
 from explorers.profiles import Profile
 from explorers.reset import run_reset
-from explorers.safety import DEFAULT_DENY_IDS, DEFAULT_DENY_LABELS, DEFAULT_DENY_URLS, AuditLog, SafetyGuard
+from explorers.safety import DEFAULT_CATEGORIES, AuditLog, SafetyGuard, category_patterns, host_allowed
 from explorers.screen import Screen, Widget
 from explorers.scripts import LoginError, ScriptError, presence, run_step, wait_until_shown
 from explorers.sessions import EndpointSpec, open_device
@@ -66,10 +66,18 @@ def offer_hints(c: Candidate) -> dict[str, str]:
     return {k: v for k, v in hints.items() if v}
 
 
+def app_hosts(app: AppConfig) -> list[str]:
+    """Hosts that count as the app: the config's ``allowed_hosts``, else the entry's host (web)."""
+    return app.allowed_hosts or [urlsplit(app.entry).hostname or ""]
+
+
 def guard_for(app: AppConfig) -> SafetyGuard:
     d = app.deny
-    base = ((), (), ()) if d.replace_defaults else (DEFAULT_DENY_LABELS, DEFAULT_DENY_URLS, DEFAULT_DENY_IDS)
-    return SafetyGuard([*base[0], *d.labels], [*base[1], *d.urls], [*base[2], *d.resource_ids])
+    names = [] if d.replace_defaults else [c for c in DEFAULT_CATEGORIES if c not in d.allow_categories]
+    labels, urls, ids = category_patterns(names)
+    return SafetyGuard([*labels, *d.labels], [*urls, *d.urls], [*ids, *d.resource_ids],
+                       allowed_hosts=app_hosts(app) if app.platform == "web" else [],
+                       dry_run_forms=app.dry_run_forms, submit_allow=list(app.submit_allow))
 
 
 class Crawler:
@@ -182,8 +190,7 @@ class Crawler:
     def _in_app(self, screen: Screen) -> bool:
         if self.app.platform == "web":
             parts = urlsplit(screen.location)
-            hosts = self.app.allowed_hosts or [urlsplit(self.app.entry).hostname or ""]
-            return parts.scheme in ("http", "https") and (parts.hostname or "") in hosts
+            return parts.scheme in ("http", "https") and host_allowed(parts.hostname or "", app_hosts(self.app))
         packages = self.app.packages or [self.app.entry.split("/")[0]]
         return screen.package in packages
 

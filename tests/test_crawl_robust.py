@@ -40,7 +40,9 @@ SHADOW_FORM = """<form name="title" id="f1" method="post" action="/shadow-target
 
 PAGES = {
     "/": """<h1>Start</h1><ul><li><a href="/plain">Plain page</a></li><li><a href="/broken">Broken page</a></li>
-        <li><a href="/shadow">History page</a></li><li><a href="/other">Other page</a></li></ul>""",
+        <li><a href="/shadow">History page</a></li><li><a href="/other">Other page</a></li>
+        <li><a href="https://partner.example.org/">Our partner</a></li><li><a href="mailto:team@example.org">Mail
+        us</a></li></ul>""",
     "/plain": '<h1>Plain</h1><p><a href="/">Home</a></p><button onclick="this.textContent=\'Pressed\'">Press</button>',
     "/other": '<h1>Other</h1><p><a href="/">Home</a> <a href="/plain">Plain again</a></p>',
     "/shadow": "<title>Shadow test</title><h1>History</h1>" + SHADOW_FORM + '<p><a href="/">Home</a></p>',
@@ -130,6 +132,26 @@ def test_demo_app_history_page_with_shadowing_controls_is_crawled(
                for o in history)
 
 
+def test_dry_run_forms_fills_the_demo_forms_but_commits_none(
+        tmp_path: Path, chromedriver_url: str, demo_app_url: str) -> None:
+    from explorers.demo_app.crawl_config import app_config
+
+    cfg = parse_config(_config(tmp_path, chromedriver_url, [app_config(demo_app_url + "/", dry_run_forms=True)], 45))
+    crawler = Crawler(cfg, cfg.apps[0], Profile(VIEWPORTS["desktop"]), EndpointSpec("d0", chromedriver_url))
+    crawler.run()
+    audit = crawler.audit.entries()
+    refused = [e for e in audit if e["decision"] == "blocked" and "dry_run_forms" in e["reason"]]
+    assert {e["action"] for e in refused} >= {"click 'Create note'", "click 'Save settings'"}
+    typed = [e for e in audit if e["decision"] == "act" and e["action"].startswith("type")]
+    assert typed, "forms are still filled"
+    records = list(read_log(crawler.store.log_path(crawler.worker)))
+    unscripted = [o["observation"] for r in records for o in r["observations"] if not o["scripted"]]
+    # Every committed POST in the demo app ends on a page with a flash message ("Note created.", "Settings saved.").
+    assert not any(e["resource_id"] == "flash" for o in unscripted for e in o["elements"])
+    # GET forms (the history filter) are still submitted.
+    assert any("submit=1" in o["location"] for o in unscripted)
+
+
 def test_a_page_the_extractor_cannot_read_is_a_skipped_action_not_a_dead_job(
         tmp_path: Path, chromedriver_url: str, pages_url: str) -> None:
     cfg = parse_config(_config(tmp_path, chromedriver_url, [{"id": "pages", "entry": pages_url + "/"}], 14))
@@ -146,6 +168,11 @@ def test_a_page_the_extractor_cannot_read_is_a_skipped_action_not_a_dead_job(
     assert err["landed_url"] == pages_url + "/broken"
     acts = [e for e in audit if e["decision"] == "act"]
     assert sum(e["action"] == "click 'Broken page'" for e in acts) == 1
+    # Leaving the app is refused before the link is followed, not noticed afterwards.
+    blocked = {e["action"]: e["reason"] for e in audit if e["decision"] == "blocked"}
+    assert "external host 'partner.example.org'" in blocked["click 'Our partner'"]
+    assert "mailto" in blocked["click 'Mail us'"]
+    assert not any("Our partner" in e["action"] or "Mail us" in e["action"] for e in acts)
     assert acts[-1]["time"] > err["time"], "the crawl went on after the failure"
     # The skip survives a resume: the log says which action failed, and a rerun does not try it again.
     records = list(read_log(crawler.store.log_path(crawler.worker)))
