@@ -1,10 +1,9 @@
 """The flywheel on the bundled demo app: crawl, synthesize (offline, replayed), then roll out — for the flywheel's
 end-to-end test and ``benchmarks/bench_train.py --flywheel``.
 
-The synthesis stage does not write ``Task.goal`` yet (schema 1.2 defines it; ``pipelines/synthesis`` leaves it
-None), so ``with_goals`` gives each replay-verified task the goal its own replay proved reachable: the state of
-its last step's next observation (``must_show`` empty). That is stated wherever a number comes from it; once
-synthesis writes goals, the flywheel uses them unchanged and this helper goes.
+Goal-first synthesis writes ``Task.goal``; ``with_goals`` keeps those goals and, only for a replay-verified task
+without one (synthesis runs from before goals existed), uses the goal its own replay proved reachable: the state
+of its last step's next observation (``must_show`` empty). Summaries say how many goals were derived.
 """
 
 from __future__ import annotations
@@ -47,15 +46,19 @@ def with_goals(src: Path, dst: Path, limit: int | None = None) -> int:
     out: list[Trajectory] = []
     for p in iter_records(src):
         t = p.record
-        if not isinstance(t, Trajectory) or t.verification != Verification.REPLAYED or t.task.goal is not None:
+        if not isinstance(t, Trajectory) or t.verification != Verification.REPLAYED:
             continue
         if not all(s.train_target for s in t.steps) or t.lineage.negative or t.scores.get("recovery"):
+            continue
+        if t.task.goal is not None:
+            out.append(t)
             continue
         end = t.steps[-1].next_observation_id
         if not end:
             continue
         goal = Goal(kind="screen", observation_id=end, summary="the replayed end state (derived in tests)")
-        out.append(t.model_copy(update={"task": t.task.model_copy(update={"goal": goal})}))
+        out.append(t.model_copy(update={"task": t.task.model_copy(update={"goal": goal}),
+                                        "scores": {**t.scores, "goal_derived": 1.0}}))
     out.sort(key=lambda t: (len(t.steps), t.id))
     out = out[:limit] if limit else out
     write_parquet(out, dst, "trajectory")
@@ -80,5 +83,6 @@ def flywheel_yield(root: Path, tasks: int = 6, k: int = 4, rounds: int = 2) -> d
     finally:
         driver.stop()
         server.shutdown()
-    summary["goals"] = f"{n} tasks, goals derived from their replayed end states (synthesis writes no Task.goal yet)"
+    derived = sum(bool(t.scores.get("goal_derived")) for t in (p.record for p in iter_records(root / "tasks.parquet")))
+    summary["goals"] = f"{n} tasks, {derived} goals derived from their replayed end states, the rest synthesis's"
     return {"summary": summary, "yield": summary.get("yield") or 0.0}

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 import yaml
@@ -16,7 +15,7 @@ from pipelines.cli import app
 from pipelines.flywheel.goal import goal_reached
 from pipelines.flywheel.rollout import LiveStep, Locator, RolloutResult, instruction_for
 from pipelines.flywheel.runner import TaskSchedule, eligible, first_wrong_step, recovery_trajectory
-from pipelines.synthesis.verify.replay import StateIndex, observation_features
+from pipelines.synthesis.verify.replay import StateIndex
 from schemas import Action, BlobStore, Goal, Step, Task, Trajectory, Verification
 from schemas.recordio import iter_records
 
@@ -59,20 +58,16 @@ def test_only_goal_carrying_replay_verified_tasks_are_eligible():
 
 
 def test_goal_needs_the_goal_state_and_every_must_show_text():
-    graph = notes_graph()
-    index = StateIndex([graph])
-    note = make_observation("note", None)
-    feats = observation_features(note)
-
-    screen = SimpleNamespace(widgets=[SimpleNamespace(element=e, value="") for e in note.elements])
-    assert goal_reached(Goal(kind="create", observation_id=note.id, must_show=["Weekend plans"]), screen, feats,
+    index = StateIndex([notes_graph()])
+    note, form = make_observation("note", None), make_observation("form", None)
+    assert goal_reached(Goal(kind="create", observation_id=note.id, must_show=["Weekend plans"]), note,
                         index) == (True, "")
-    assert goal_reached(Goal(kind="create", observation_id=note.id, must_show=["Groceries"]), screen, feats,
-                        index)[1].startswith("missing_text")
-    form = make_observation("form", None)
-    assert goal_reached(Goal(kind="create", observation_id=note.id), screen, observation_features(form),
-                        index) == (False, "not_goal_state")
-    assert goal_reached(None, screen, feats, index) == (False, "no_goal")
+    assert goal_reached(Goal(kind="create", observation_id=note.id, must_show=["Groceries"]), note,
+                        index) == (False, "goal_text_missing")
+    assert goal_reached(Goal(kind="create", observation_id=note.id), form, index) == (False, "goal_state_mismatch")
+    assert goal_reached(Goal(kind="create", observation_id="elsewhere"), note, index) == (False,
+                                                                                         "goal_capture_unknown")
+    assert goal_reached(None, note, index) == (False, "no_goal")
 
 
 def test_first_wrong_step_and_its_recovery_sample(tmp_path):
@@ -110,6 +105,22 @@ def test_instructions_name_the_target_element():
     assert instruction_for(typed, form.elements) == "Type “Milk” into the “Title” field"  # found under the point
 
 
+def test_cli_refuses_tasks_without_goals(tmp_path):
+    from test_synth_toygraph import write_graph
+
+    from schemas.recordio import write_parquet
+
+    graph = write_graph(tmp_path / "graph")
+    write_parquet([_ref(goal=None)], tmp_path / "tasks.parquet", "trajectory")
+    cfg = tmp_path / "crawl.yaml"
+    cfg.write_text(yaml.safe_dump({"devices": [{"name": "d", "url": "http://127.0.0.1:9"}],
+                                   "apps": [{"id": "notes", "entry": "http://127.0.0.1:9/"}]}))
+    res = runner.invoke(app, ["flywheel", "--tasks", str(tmp_path / "tasks.parquet"), "--graph", str(graph),
+                              "--config", str(cfg), "--out", str(tmp_path / "out"), "--no-progress"])
+    assert res.exit_code == 1 and "Task.goal" in res.output  # nothing to verify against: no device is opened
+    assert json.loads((tmp_path / "out" / "summary.json").read_text())["skipped"] == {"no_goal": 1}
+
+
 @pytest.mark.e2e
 def test_flywheel_cli_on_the_demo_app(tmp_path, demo_app_url, chromedriver_url):
     from flywheel_demo import crawl_and_synthesize, with_goals
@@ -120,11 +131,8 @@ def test_flywheel_cli_on_the_demo_app(tmp_path, demo_app_url, chromedriver_url):
     cfg = tmp_path / "crawl.yaml"
     cfg.write_text(yaml.safe_dump(crawl_config(demo_app_url, chromedriver_url, DemoSettings(out=tmp_path))))
     base = ["flywheel", "--graph", str(graph), "--config", str(cfg), "-k", "2", "--rounds", "2", "--no-progress"]
-    # Synthesized tasks carry no Task.goal yet: the flywheel refuses to verify against nothing.
-    res = runner.invoke(app, [*base, "--tasks", str(synth), "--out", str(tmp_path / "none")])
-    assert res.exit_code == 1 and "Task.goal" in res.output
     n = with_goals(synth, tmp_path / "tasks.parquet", limit=3)
-    assert n == 3
+    assert n == 3, f"synthesis gave {n} replay-verified tasks on the demo crawl (see {synth.parent}/summary.json)"
     out = tmp_path / "fw"
     res = runner.invoke(app, [*base, "--tasks", str(tmp_path / "tasks.parquet"), "--out", str(out), "--epsilon",
                               "0.4"], catch_exceptions=False)

@@ -123,6 +123,15 @@ def test_grpo_runs_logs_rewards_and_checkpoints_curriculum(env):
     assert {"reward", "accuracy", "format", "kl", "clip_fraction", "in_band"} <= set(ms[0])
     state = json.loads(next((out / "checkpoints").glob("step-*/state.json")).read_text())
     assert len(state["curriculum"]["rates"]) >= 1 and state["kind"] == "grpo"
+    # The untrained model scores 0 everywhere: every group has zero variance, so none is trained on (and the run
+    # goes on); with zero_variance: resample, replacement prompts are drawn up to max_resample per step.
+    assert all(m["groups_kept"] == 0 and m["updated"] == 0 and m["groups"] == 2 for m in ms), ms
+    cfg.write_text(cfg.read_text().replace("kl_coef: 0.01}", "kl_coef: 0.01, zero_variance: resample, "
+                                                              "max_resample: 2}"))
+    _ok(["train", "grpo", "--config", str(cfg), "--data", str(data), "--model", str(root / "tiny"),
+         "--out", str(root / "grpo-resample"), "--max-steps", "1", "--no-progress"])
+    (m,) = read_metrics(root / "grpo-resample")
+    assert (m["groups"], m["resampled"]) == (4, 2)
 
 
 def test_bad_config_names_the_key(env, tmp_path):

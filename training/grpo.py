@@ -256,7 +256,9 @@ def train_grpo(cfg: TrainConfig, data: Path, model_path: Path, out: Path, resume
         n = max(sums[3], 1.0)
         last = {"reward": sums[0] / n, "accuracy": sums[1] / n, "format": sums[2] / n,
                 "in_band": sums[7] / s.dist.world, "groups": int(sums[4]), "groups_kept": int(sums[5]),
-                "resampled": int(sums[6]), "updated": int(bool(updates)), "reestimated": reestimated, "lr": lr}
+                "resampled": int(sums[6]), "updated": int(bool(updates)), "reestimated": reestimated, "lr": lr,
+                "completion_tokens": int(s.dist.all_sum([float(sum(float(x.rollout.completion_mask.sum())
+                                                                  for x in groups))])[0])}
         for key in ("loss", "kl", "clip_fraction", "dual_clip_fraction", "ratio_mean", "grad_norm"):
             last[key] = sum(u[key] for u in updates) / len(updates) if updates else 0.0
         if updates and "sampler_logp_gap" in updates[0]:

@@ -198,7 +198,7 @@ def train_sft(cfg: TrainConfig, data: Path, model_path: Path, out: Path, resume:
         t0 = time.perf_counter()
         s.optimizer.zero_grad(set_to_none=True)
         total = torch.zeros((), device=s.device)
-        n_tokens, n_examples, micro = 0, 0, 0
+        n_tokens, n_input, n_examples, micro = 0, 0, 0, 0
         while micro < cfg.optim.grad_accum:  # batches of only rejects / exclusions do not count as micro-batches
             epoch, batch = next(batches)
             s.write_rejects(batch.rejects)
@@ -220,6 +220,7 @@ def train_sft(cfg: TrainConfig, data: Path, model_path: Path, out: Path, resume:
                 loss.backward()
             total += loss.detach()
             n_tokens += int((t["labels"] != -100).sum())
+            n_input += int(t["attention_mask"].sum())
             n_examples += batch.size
         grad_norm = torch.nn.utils.clip_grad_norm_(s.model.parameters(), cfg.optim.max_grad_norm)
         lr = s.scheduler.get_last_lr()[0]  # the rate this step's update used
@@ -230,7 +231,7 @@ def train_sft(cfg: TrainConfig, data: Path, model_path: Path, out: Path, resume:
         if step % cfg.run.log_every == 0 or step == cfg.run.max_steps:
             loss_value = float(total)  # the one host sync per logged step
             s.log(step, {"loss": loss_value, "grad_norm": float(grad_norm), "lr": lr, "examples": n_examples,
-                         "target_tokens": n_tokens, "epoch": s.state["epoch"],
+                         "target_tokens": n_tokens, "input_tokens": n_input, "epoch": s.state["epoch"],
                          "step_seconds": time.perf_counter() - t0})
             bar.set_postfix(loss=f"{loss_value:.4f}")
         if step % cfg.run.save_every == 0 or step == cfg.run.max_steps:

@@ -250,7 +250,7 @@ def run_rollout(device: Any, ref: Trajectory, start: int, policy: Policy, start_
         for j in range(max_steps):
             screen = device.capture()
             feats = screen_features(screen)
-            reached, _ = goal_reached(ref.task.goal, screen, feats, index)
+            reached, _ = goal_reached(ref.task.goal, screen, index)
             if reached:
                 break
             obs = observation_from_screen(screen, blobs, ref.app_id, profile, f"{tag}:{start + j}")
@@ -266,7 +266,7 @@ def run_rollout(device: Any, ref: Trajectory, start: int, policy: Policy, start_
         feats = screen_features(screen)
         res.final = observation_from_screen(screen, blobs, ref.app_id, profile, f"{tag}:final")
         res.final_state = locator.locate(feats)
-        res.success, res.reason = goal_reached(ref.task.goal, screen, feats, index)
+        res.success, res.reason = goal_reached(ref.task.goal, screen, index)
         if not res.success and not res.reason:
             res.reason = "not_reached"
     except Exception as exc:  # a click that raised or a script that timed out: a failed rollout, not a dead run
