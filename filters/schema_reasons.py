@@ -13,6 +13,8 @@ from schemas.errors import FieldError
 
 # (reason, field regex or None, message regex); first match wins, order matters.
 RULES: list[tuple[str, str | None, str]] = [
+    ("file_unreadable", r"^<file>$", r"cannot be read"),
+    ("nested_too_deep", None, r"nested deeper than"),
     ("invalid_utf8", None, r"UTF-8"),
     ("invalid_json", None, r"^invalid JSON|unreadable JSON"),
     ("not_an_object", None, r"expected a JSON object"),
@@ -27,11 +29,13 @@ RULES: list[tuple[str, str | None, str]] = [
     ("invalid_sha256", None, r"sha256"),
     ("blank_text", None, r"is blank|at least 1 character"),
     ("empty_list", None, r"at least 1 item"),
+    ("too_many_steps", r"^steps$", r"at most \d+ items"),
     ("step_order", None, r"step indices"),
     ("bbox_out_of_order", None, r"box corners out of order"),
     ("value_out_of_range", None, r"greater than|less than"),
     ("inconsistent_action", None, r"needs|both coordinates|direction must be"),
     ("wrong_type", None, r"^Input should be|valid (string|integer|number|dictionary|list)"),
+    ("validator_error", None, r"cannot be validated"),
 ]
 _COMPILED = [(reason, re.compile(f) if f else None, re.compile(m)) for reason, f, m in RULES]
 

@@ -39,8 +39,11 @@ for _name in COMMAND_MODULES:
     importlib.import_module(_name).register(app)
 
 
-def main() -> None:  # pragma: no cover - console-script shim
-    app()
+def main() -> None:
+    """The console script: the app behind the guard, so nothing ends in a traceback (``commands.exits``)."""
+    from pipelines.commands.exits import guarded
+
+    raise SystemExit(guarded(app))
 
 
 if __name__ == "__main__":  # pragma: no cover

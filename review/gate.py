@@ -250,11 +250,12 @@ def _apply(
     else:
         counts.accepted += 1
     earlier = new_instructions.get(sample.trajectory_id, {})
-    if earlier and any(i < sample.step_index and i < len(sample.history) for i in earlier):
+    start = sample.history_start  # history[0] is step ``start`` (capped histories: schemas.sample.MAX_HISTORY)
+    if earlier and any(start <= i < sample.step_index for i in earlier):
         history = list(sample.history)
         for i, text in earlier.items():
-            if i < sample.step_index and i < len(history):
-                history[i] = text
+            if start <= i < sample.step_index and i - start < len(history):
+                history[i - start] = text
         if history != sample.history:
             updates["history"] = history
             counts.history_updated += 1

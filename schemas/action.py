@@ -26,7 +26,7 @@ from typing import Any
 
 from pydantic import Field, SerializerFunctionWrapHandler, model_serializer, model_validator
 
-from schemas.base import Record
+from schemas.base import Float, Int32, Int64, Record
 from schemas.bbox import BBox
 from schemas.geometry import point_to_norm
 
@@ -140,25 +140,25 @@ class Action(Record):
     """
 
     type: ActionType
-    x: float | None = None
-    y: float | None = None
-    x2: float | None = None  # swipe end point
-    y2: float | None = None
-    image_width: int | None = Field(default=None, gt=0)
-    image_height: int | None = Field(default=None, gt=0)
-    x_norm: int | None = Field(default=None, ge=0, le=1000)
-    y_norm: int | None = Field(default=None, ge=0, le=1000)
-    x2_norm: int | None = Field(default=None, ge=0, le=1000)
-    y2_norm: int | None = Field(default=None, ge=0, le=1000)
+    x: Float | None = None
+    y: Float | None = None
+    x2: Float | None = None  # swipe end point
+    y2: Float | None = None
+    image_width: Int32 | None = Field(default=None, gt=0)
+    image_height: Int32 | None = Field(default=None, gt=0)
+    x_norm: Int32 | None = Field(default=None, ge=0, le=1000)
+    y_norm: Int32 | None = Field(default=None, ge=0, le=1000)
+    x2_norm: Int32 | None = Field(default=None, ge=0, le=1000)
+    y2_norm: Int32 | None = Field(default=None, ge=0, le=1000)
     direction: str | None = None
     text: str | None = None
     key: str | None = None
     app: str | None = None
-    duration_ms: int | None = Field(default=None, ge=0)
+    duration_ms: Int64 | None = Field(default=None, ge=0)
     target_element_id: str | None = None
     target_bbox: BBox | None = None
     button: MouseButton | None = None  # 1.1: click only; None = left
-    clicks: int | None = Field(default=None, ge=1, le=MAX_CLICKS)  # 1.1: click only; None = 1
+    clicks: Int32 | None = Field(default=None, ge=1, le=MAX_CLICKS)  # 1.1: click only; None = 1
 
     @model_validator(mode="before")
     @classmethod

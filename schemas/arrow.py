@@ -247,9 +247,11 @@ def to_row(record: Record) -> dict[str, Any]:
 
 def from_row(row: dict[str, Any]) -> dict[str, Any]:
     """An Arrow row back into the dict shape the models validate."""
-    if isinstance(row.get("scores"), list):
-        row = {**row, "scores": {s["name"]: s["value"] for s in row["scores"]}}
-    return row
+    scores = row.get("scores")
+    if isinstance(scores, list) and all(
+            isinstance(s, dict) and set(s) == {"name", "value"} and isinstance(s["name"], str) for s in scores):
+        row = {**row, "scores": {s["name"]: s["value"] for s in scores}}
+    return row  # anything else is left for the model to refuse, naming the field
 
 
 def to_table(records: list[Record], schema: pa.Schema) -> pa.Table:

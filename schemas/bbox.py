@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from pydantic import model_validator
 
-from schemas.base import Record
+from schemas.base import Float, Record
 
 
 class BBox(Record):
     """A box (x1, y1) top-left to (x2, y2) bottom-right, in screenshot pixels."""
 
-    x1: float
-    y1: float
-    x2: float
-    y2: float
+    x1: Float
+    y1: Float
+    x2: Float
+    y2: Float
 
     @model_validator(mode="after")
     def _ordered(self) -> BBox:

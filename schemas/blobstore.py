@@ -19,6 +19,7 @@ from pathlib import Path
 import fsspec
 
 from schemas.base import SHA256_RE
+from schemas.fileio import OutputError
 
 
 class BlobNotFound(KeyError):
@@ -48,15 +49,30 @@ class BlobStore:
         self.fs, self._base = fsspec.core.url_to_fs(self.root)
         self.local = self.fs.protocol in ("file", ("file", "local")) or "file" in self.fs.protocol
         if self.local:
-            Path(self._base).mkdir(parents=True, exist_ok=True)
+            base = Path(self._base)
+            try:
+                if base.is_symlink() and not base.exists():
+                    raise OutputError("use the blob store", base, "a symbolic link to nowhere or to itself (a loop)")
+                base.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise OutputError("use the blob store", exc.filename or base, exc) from None
 
     def _path(self, digest: str) -> str:
         _check_digest(digest)
         return f"{self._base.rstrip('/')}/{digest[:2]}/{digest}"
 
     def put(self, data: bytes) -> str:
-        """Store bytes; returns their sha256. Storing the same bytes again is a cheap no-op."""
+        """Store bytes; returns their sha256. Storing the same bytes again is a cheap no-op.
+
+        A store that cannot be written raises ``OutputError`` (a run-level failure, not a bad record).
+        """
         digest = sha256_bytes(data)
+        try:
+            return self._put(digest, data)
+        except OSError as exc:
+            raise OutputError("write to the blob store", exc.filename or self.root, exc) from None
+
+    def _put(self, digest: str, data: bytes) -> str:
         path = self._path(digest)
         if self.fs.exists(path):
             return digest

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from schemas.base import Record
+from schemas.base import Bool, Record
 from schemas.bbox import BBox
 
 
@@ -25,14 +25,14 @@ class Element(Record):
     resource_id: str = ""
     path: str = ""  # DOM path / XPath / Android hierarchy index path
     bbox: BBox
-    clickable: bool = False
-    long_clickable: bool = False
-    editable: bool = False
-    scrollable: bool = False
-    checkable: bool = False
-    checked: bool = False
-    enabled: bool = True
-    visible: bool = True
+    clickable: Bool = False
+    long_clickable: Bool = False
+    editable: Bool = False
+    scrollable: Bool = False
+    checkable: Bool = False
+    checked: Bool = False
+    enabled: Bool = True
+    visible: Bool = True
 
     @property
     def label(self) -> str:

@@ -11,6 +11,7 @@ library (the review gate and the CLI use it without pulling in Beam).
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import tempfile
@@ -106,3 +107,63 @@ def point_symlink(link: str | os.PathLike[str], target: str) -> None:
             tmp.unlink()
         raise
     fsync_dir(link.parent)
+
+
+# --- output-side problems ----------------------------------------------------------------------------------------
+
+_ERRNO_WORDS = {
+    errno.EACCES: "permission denied",
+    errno.EPERM: "operation not permitted",
+    errno.ELOOP: "a symbolic link loop",
+    errno.ENOTDIR: "a part of the path is a file, not a folder",
+    errno.EISDIR: "it is a folder, not a file",
+    errno.EEXIST: "something else already has that name",
+    errno.ENOSPC: "no space left on the device",
+    errno.EDQUOT: "disk quota exceeded",
+    errno.EROFS: "the file system is read-only",
+    errno.ENAMETOOLONG: "the name is too long",
+}
+
+
+class OutputError(Exception):
+    """The output side of a run cannot be written (or its blob store cannot be used): not a record's fault.
+
+    Raised with one line that names the path and says why in words; the CLI prints it and exits with
+    ``pipelines.commands.exits.OUTPUT`` (3), never a traceback. Per-record isolation does not catch it: a
+    store that cannot be written would otherwise turn every good record into a reject.
+    """
+
+    def __init__(self, what: str, path: str | os.PathLike[str], cause: BaseException | str):
+        self.path = str(path)
+        self.why = cause if isinstance(cause, str) else describe_os_error(cause)
+        super().__init__(f"cannot {what} {self.path}: {self.why}")
+
+
+def describe_os_error(exc: BaseException) -> str:
+    """An ``OSError`` in words ("permission denied", "a symbolic link loop"), else its own message."""
+    if isinstance(exc, OSError) and exc.errno in _ERRNO_WORDS:
+        return _ERRNO_WORDS[exc.errno]
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror.lower()
+    return f"{type(exc).__name__}: {exc}"
+
+
+def ensure_writable_dir(path: str | os.PathLike[str], what: str = "write the output folder") -> Path:
+    """Create ``path`` if needed and prove a file can be created and removed in it; ``OutputError`` if not.
+
+    Runs before any work, so an unwritable output fails in a second with a clear line instead of after the
+    whole run (or as a traceback from deep inside a writer).
+    """
+    p = Path(path)
+    try:
+        if p.is_symlink() and not p.exists():
+            raise OutputError(what, p, "a symbolic link to nowhere or to itself (a loop)")
+        if p.exists() and not p.is_dir():
+            raise OutputError(what, p, "it is a file, not a folder")
+        p.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".write-probe.", suffix=TMP_SUFFIX, dir=p)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise OutputError(what, exc.filename or p, exc) from None
+    return p

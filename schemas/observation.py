@@ -7,7 +7,7 @@ from enum import StrEnum
 
 from pydantic import Field, field_validator
 
-from schemas.base import Record, check_sha256
+from schemas.base import Float, Int32, Record, check_sha256
 from schemas.element import Element
 from schemas.version import SCHEMA_VERSION
 
@@ -23,14 +23,14 @@ class DeviceProfile(Record):
     """The device (or viewport) the screen was captured on; coordinates are in its screenshot pixels."""
 
     name: str = Field(min_length=1)  # e.g. "phone", "pixel-7", "desktop-1280"
-    width: int = Field(gt=0)  # screenshot width in pixels
-    height: int = Field(gt=0)
-    pixel_ratio: float = Field(default=1.0, gt=0)  # screenshot pixels per CSS / dp unit
+    width: Int32 = Field(gt=0)  # screenshot width in pixels
+    height: Int32 = Field(gt=0)
+    pixel_ratio: Float = Field(default=1.0, gt=0)  # screenshot pixels per CSS / dp unit
     kind: str = "phone"  # phone | tablet | desktop
     # Domain randomization knobs the crawl ran with; "" / 1.0 when unknown (imported data).
     locale: str = ""  # e.g. "en", "zh"
     color_scheme: str = ""  # light | dark
-    font_scale: float = Field(default=1.0, gt=0)
+    font_scale: Float = Field(default=1.0, gt=0)
 
 
 class Observation(Record):
@@ -44,8 +44,8 @@ class Observation(Record):
     schema_version: str = SCHEMA_VERSION
     id: str = Field(min_length=1)
     screenshot_sha256: str
-    width: int = Field(gt=0)
-    height: int = Field(gt=0)
+    width: Int32 = Field(gt=0)
+    height: Int32 = Field(gt=0)
     device: DeviceProfile
     platform: Platform
     app_id: str = Field(min_length=1)

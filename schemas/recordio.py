@@ -7,7 +7,6 @@ leaves a half-written file under the final name.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -20,6 +19,7 @@ from schemas.arrow import kind_of, to_table
 from schemas.base import Record
 from schemas.errors import FieldError, RecordValidationError
 from schemas.fileio import atomic_open, atomic_path
+from schemas.jsontext import JsonTextError, iter_array, loads, printable_json
 from schemas.records import KINDS, parse_record
 
 
@@ -42,61 +42,103 @@ def _parse(data: object, kind: str | None, line: int, raw: str) -> Parsed:
         return Parsed(line, record=parse_record(data, kind, line))
     except RecordValidationError as exc:
         return Parsed(line, errors=exc.errors, raw=raw)
+    except Exception as exc:  # a validator bug on one odd record must cost that record only, named
+        label = f"<line {line}>"
+        return Parsed(line, errors=[FieldError(label, "<record>", f"cannot be validated: {type(exc).__name__}: "
+                                               f"{exc}"[:500], line)], raw=raw)
+
+
+def file_error(path: str | os.PathLike[str], exc: BaseException | str, line: int = 1) -> Parsed:
+    """The one ``Parsed`` that stands for a file (or the rest of one) that cannot be read at all."""
+    why = exc if isinstance(exc, str) else f"{type(exc).__name__}: {exc}"
+    name = Path(path).name
+    return Parsed(line, errors=[FieldError(f"<file {name}>", "<file>", f"{name} cannot be read: {why}"[:2000],
+                                           line)])
+
+
+def is_json_array_file(p: Path) -> bool:
+    """A ``.json`` file (any case) whose first non-blank character is ``[``."""
+    if p.suffix.lower() != ".json":
+        return False
+    with p.open("rb") as f:
+        head = f.read(4096).lstrip(b"\xef\xbb\xbf").lstrip()
+    return head[:1] == b"["
 
 
 def iter_jsonl(path: str | os.PathLike[str], kind: str | None = None) -> Iterator[Parsed]:
-    """Records from a JSON Lines file (a ``.json`` file holding one array is accepted too)."""
+    """Records from a JSON Lines file (a ``.json`` file holding one array is accepted too).
+
+    A file that cannot be opened is one ``Parsed`` error naming it (``file_error``), so the other inputs of
+    a run go on.
+    """
     p = Path(path)
-    if p.suffix == ".json":
-        with p.open("rb") as f:
-            head = f.read(1)
-        if head == b"[":
+    try:
+        if is_json_array_file(p):
             yield from _iter_json_array(p, kind)
             return
-    with p.open("rb") as f:
-        for n, raw in enumerate(f, start=1):
-            if not raw.strip():
-                continue
-            label = f"<line {n}>"
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                msg = f"invalid UTF-8 at byte {exc.start} of the line"
-                yield Parsed(n, errors=[FieldError(label, "<line>", msg, n)], raw=raw.decode("utf-8", "replace"))
-                continue
-            try:
-                data = json.loads(text)
-            except json.JSONDecodeError as exc:
-                yield Parsed(n, errors=[FieldError(label, "<line>", f"invalid JSON: {exc.msg}", n)], raw=text)
-                continue
-            yield _parse(data, kind, n, text)
+        f = p.open("rb")
+    except OSError as exc:
+        yield file_error(p, exc)
+        return
+    with f:
+        n = 0
+        try:
+            for n, raw in enumerate(f, start=1):
+                parsed = parse_jsonl_line(raw, n, kind)
+                if parsed is not None:
+                    yield parsed
+        except OSError as exc:  # a read error part-way (I/O error, file truncated under us)
+            yield file_error(p, exc, n + 1)
+
+
+def parse_jsonl_line(raw: bytes, n: int, kind: str | None = None) -> Parsed | None:
+    """One line of a JSON Lines file (line number ``n``) → ``Parsed``; None for a blank line."""
+    if not raw.strip():
+        return None
+    label = f"<line {n}>"
+    try:
+        data = loads(raw, check=False)  # parse_record checks nesting and Unicode, naming the field
+    except JsonTextError as exc:
+        return Parsed(n, errors=[FieldError(label, "<line>", str(exc), n)], raw=raw.decode("utf-8", "replace"))
+    return _parse(data, kind, n, raw.decode("utf-8", "replace"))
 
 
 def _iter_json_array(path: Path, kind: str | None) -> Iterator[Parsed]:
-    try:
-        items = json.loads(path.read_bytes().decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        yield Parsed(1, errors=[FieldError("<file>", "<file>", f"unreadable JSON array: {exc}", 1)])
-        return
-    for n, data in enumerate(items, start=1):
-        yield _parse(data, kind, n, json.dumps(data, ensure_ascii=False, default=str))
+    with path.open("rb") as f:
+        for item in iter_array(f):
+            if item.ok:
+                yield _parse(item.value, kind, item.index, item.raw)
+            else:
+                label = f"<item {item.index}>"
+                yield Parsed(item.index, errors=[FieldError(label, "<item>", f"invalid JSON: {item.error}",
+                                                            item.index)], raw=item.raw)
 
 
 def iter_parquet(path: str | os.PathLike[str], kind: str | None = None, batch_size: int = 256) -> Iterator[Parsed]:
-    """Records from a Parquet file, batch by batch (never the whole file in memory)."""
-    pf = pq.ParquetFile(path)
-    kind = kind or kind_of(pf.schema_arrow)
+    """Records from a Parquet file, batch by batch (never the whole file in memory).
+
+    A file that is not Parquet (or whose footer is damaged) is one error naming the file; a row group that
+    fails to decode part-way is one error for the rows from there on (the earlier rows were yielded).
+    """
     n = 0
-    for batch in pf.iter_batches(batch_size=batch_size):
-        for row in batch.to_pylist():
-            n += 1
-            yield _parse(row, kind, n, "")
+    try:
+        pf = pq.ParquetFile(path)
+        kind = kind or kind_of(pf.schema_arrow)
+        for batch in pf.iter_batches(batch_size=batch_size):
+            for row in batch.to_pylist():
+                n += 1
+                parsed = _parse(row, kind, n, "")
+                if not parsed.ok:
+                    parsed.raw = printable_json(row)
+                yield parsed
+    except (OSError, pa.ArrowException, ValueError) as exc:
+        yield file_error(path, exc if n == 0 else f"rows from {n + 1} on: {exc}", n + 1)
 
 
 def iter_records(path: str | os.PathLike[str], kind: str | None = None) -> Iterator[Parsed]:
     """Records from any supported file, by extension."""
     suffix = Path(path).suffix.lower()
-    if suffix == ".parquet":
+    if suffix in (".parquet", ".parq"):
         return iter_parquet(path, kind)
     if suffix in (".jsonl", ".json", ".ndjson"):
         return iter_jsonl(path, kind)

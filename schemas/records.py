@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +19,7 @@ from schemas.arrow import (
 )
 from schemas.base import Record
 from schemas.errors import FieldError, RecordValidationError
+from schemas.jsontext import tree_problem, valid_text
 from schemas.observation import Observation
 from schemas.reject import Reject
 from schemas.sample import Sample
@@ -41,6 +43,10 @@ KINDS: dict[str, Kind] = {
     "sample": Kind("sample", Sample, SAMPLE_SCHEMA),
     "reject": Kind("reject", Reject, REJECT_SCHEMA, id_field="record_id"),
 }
+
+
+MAX_LABEL = 200
+VERSION_RE = re.compile(r"^\d{1,6}\.\d{1,6}$")
 
 
 def guess_kind(data: dict[str, Any]) -> str | None:
@@ -71,32 +77,13 @@ def _field_path(loc: tuple[Any, ...]) -> str:
     return out or "<record>"
 
 
-def _bad_strings(value: Any, path: str = "") -> str | None:
-    """Path of the first string that is not valid Unicode (e.g. a lone surrogate from a JSON escape)."""
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            return path or "<record>"
-    elif isinstance(value, dict):
-        for k, v in value.items():
-            found = _bad_strings(v, f"{path}.{k}" if path else str(k))
-            if found:
-                return found
-    elif isinstance(value, list):
-        for i, v in enumerate(value):
-            found = _bad_strings(v, f"{path}[{i}]")
-            if found:
-                return found
-    return None
-
-
 def record_label(data: Any, kind: Kind | None, line: int | None) -> str:
     """How an error names a record: its id when it has a usable one, else its line number."""
     if isinstance(data, dict):
         rid = data.get(kind.id_field if kind else "id")
         if isinstance(rid, str) and rid:
-            return rid
+            # An id is data: it may be huge or hold a lone surrogate; the label must still print and store.
+            return valid_text(rid if len(rid) <= MAX_LABEL else rid[:MAX_LABEL] + "…")
     return f"<line {line}>" if line is not None else "<unknown>"
 
 
@@ -114,13 +101,15 @@ def parse_record(data: Any, kind: str | None = None, line: int | None = None) ->
             [FieldError(label, "<record>", f"cannot tell the record kind (known: {', '.join(KINDS)})", line)]
         )
     version = data.get("schema_version", SCHEMA_VERSION)
-    if not isinstance(version, str) or not version[:1].isdigit() or major(version) != major(SCHEMA_VERSION):
+    if not isinstance(version, str) or not VERSION_RE.match(version) or major(version) != major(SCHEMA_VERSION):
+        shown = version if isinstance(version, str | int | float | None) else type(version).__name__
         raise RecordValidationError(
-            [FieldError(label, "schema_version", f"unsupported schema version {version!r}", line)]
+            [FieldError(label, "schema_version", f"unsupported schema version {str(shown)[:40]!r} (this build "
+                        f"reads {major(SCHEMA_VERSION)}.x)", line)]
         )
-    bad = _bad_strings(data)
-    if bad:
-        raise RecordValidationError([FieldError(label, bad, "string is not valid UTF-8 (lone surrogate)", line)])
+    problem = tree_problem(data)
+    if problem is not None:
+        raise RecordValidationError([FieldError(label, problem[0], problem[1], line)])
     try:
         return k.model.model_validate(from_row(data))
     except ValidationError as exc:

@@ -3,6 +3,14 @@
 Trainers want one row per model call (screen + context → action), loadable with pandas, DuckDB or HF
 ``datasets`` without joining anything, so the task, the history of earlier steps and the image travel with the
 step. Trajectory-level structure is kept through ``trajectory_id`` / ``step_index`` / ``num_steps``.
+
+**History cap.** A sample's ``history`` holds the instructions of at most ``MAX_HISTORY`` (64) steps before it —
+the most recent ones, oldest first — and ``history_start`` is the step index of its first entry. Without the
+cap a trajectory of n steps carries n²/2 history strings (a 10,000-step trajectory: 50 million, 6.7 GB while
+curating); with it, rows stay linear in n. When flattening, the strings are built once per trajectory and
+every sample's list references them (``samples_from_trajectory``), so the in-memory cost is pointers.
+Exporters and the training renderer number history entries from ``history_start``, so a capped history still
+says "Step 937" for step 937.
 """
 
 from __future__ import annotations
@@ -12,9 +20,11 @@ from collections.abc import Callable, Iterator
 from pydantic import ConfigDict, Field, model_validator
 
 from schemas.action import Action
-from schemas.base import Record, check_sha256, stable_id
+from schemas.base import Bool, Float, Int32, Record, check_sha256, stable_id
 from schemas.trajectory import Lineage, Trajectory, Verification
 from schemas.version import SCHEMA_VERSION
+
+MAX_HISTORY = 64  # history entries a sample carries; public GUI tasks are far shorter (AndroidControl ≲ 40 steps)
 
 
 class Sample(Record):
@@ -24,8 +34,8 @@ class Sample(Record):
     schema_version: str = SCHEMA_VERSION
     id: str = Field(min_length=1)  # "<trajectory_id>:<step_index>"
     trajectory_id: str = Field(min_length=1)
-    step_index: int = Field(ge=0)
-    num_steps: int = Field(gt=0)
+    step_index: Int32 = Field(ge=0)
+    num_steps: Int32 = Field(gt=0)
     task_id: str = ""
     task: str = Field(min_length=1)
     language: str = "en"
@@ -34,25 +44,25 @@ class Sample(Record):
     platform: str = "web"
     location: str = ""
     screenshot_sha256: str
-    image_width: int = Field(gt=0)
-    image_height: int = Field(gt=0)
+    image_width: Int32 = Field(gt=0)
+    image_height: Int32 = Field(gt=0)
     image: bytes | None = None  # PNG bytes when embedded; None when the shard references the blob store
     action: Action
     instruction: str = ""
     reasoning: str | None = None
     accepted_actions: list[Action] = Field(default_factory=list)
     history: list[str] = Field(default_factory=list)  # earlier steps' low-level instructions, in order
-    difficulty: float | None = None
+    difficulty: Float | None = None
     # Difficulty components (MobileRL): filled by curation, None on samples that were never curated.
-    num_apps: int | None = Field(default=None, ge=0)
-    gesture_complexity: float | None = Field(default=None, ge=0)
-    distractions: int | None = Field(default=None, ge=0)
+    num_apps: Int32 | None = Field(default=None, ge=0)
+    gesture_complexity: Float | None = Field(default=None, ge=0)
+    distractions: Int32 | None = Field(default=None, ge=0)
     verification: Verification = Verification.UNVERIFIED
-    scores: dict[str, float] = Field(default_factory=dict)
+    scores: dict[str, Float] = Field(default_factory=dict)
     lineage: Lineage = Field(default_factory=Lineage)
     content_hash: str = ""
     # False for a recovery trajectory's deliberate mistake: context for later steps, masked out of the SFT loss.
-    train_target: bool = True
+    train_target: Bool = True
 
     @model_validator(mode="after")
     def _consistent(self) -> Sample:
@@ -67,6 +77,11 @@ class Sample(Record):
             )
         return self
 
+    @property
+    def history_start(self) -> int:
+        """Step index of ``history[0]``: 0 unless the history was capped (``MAX_HISTORY``)."""
+        return max(0, self.step_index - len(self.history))
+
 
 def sample_content_hash(task: str, screenshot_sha256: str, action: Action, instruction: str) -> str:
     """What makes two samples exact duplicates: same screen, same action, same words."""
@@ -77,7 +92,11 @@ def sample_content_hash(task: str, screenshot_sha256: str, action: Action, instr
 def samples_from_trajectory(
     traj: Trajectory, image_bytes: Callable[[str], bytes] | None = None
 ) -> Iterator[Sample]:
-    """Flatten a trajectory into its step samples; ``image_bytes(sha)`` embeds screenshots when given."""
+    """Flatten a trajectory into its step samples; ``image_bytes(sha)`` embeds screenshots when given.
+
+    Each sample's history is the last ``MAX_HISTORY`` entries of one per-trajectory list (a slice: the strings
+    are shared, not copied), so flattening n steps costs O(n · MAX_HISTORY) pointers, not O(n²) strings.
+    """
     history: list[str] = []
     for step in traj.steps:
         obs = step.observation
@@ -101,7 +120,7 @@ def samples_from_trajectory(
             instruction=step.instruction,
             reasoning=step.reasoning,
             accepted_actions=step.accepted_actions,
-            history=list(history),
+            history=history[max(0, step.index - MAX_HISTORY):],
             difficulty=traj.difficulty,
             verification=traj.verification,
             scores=traj.scores,

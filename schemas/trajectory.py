@@ -7,9 +7,14 @@ from enum import StrEnum
 from pydantic import Field, field_validator, model_validator
 
 from schemas.action import Action
-from schemas.base import Record, stable_id
+from schemas.base import Bool, Float, Int32, Record, is_blank, stable_id
 from schemas.observation import Observation
 from schemas.version import SCHEMA_VERSION
+
+# The longest trajectory a record may hold. Real GUI tasks take tens of steps; a longer record is a crawl log or
+# a loop, and one record is held whole in memory while it is read and curated (a 10,000-step trajectory curates
+# in well under 1 GB: benchmarks/bench_robustness.py).
+MAX_STEPS = 10_000
 
 
 class Verification(StrEnum):
@@ -62,7 +67,7 @@ class Task(Record):
     @field_validator("instruction")
     @classmethod
     def _not_blank(cls, v: str) -> str:
-        if not v.strip():
+        if is_blank(v):
             raise ValueError("instruction is blank")
         return v
 
@@ -77,14 +82,14 @@ class Step(Record):
     (trainers mask its loss; the steps after it, the reflection included, are targets).
     """
 
-    index: int = Field(ge=0)
+    index: Int32 = Field(ge=0)
     observation: Observation
     action: Action
     instruction: str = ""
     reasoning: str | None = None
     accepted_actions: list[Action] = Field(default_factory=list)
     next_observation_id: str | None = None
-    train_target: bool = True
+    train_target: Bool = True
 
 
 class Lineage(Record):
@@ -99,7 +104,7 @@ class Lineage(Record):
     source_ids: list[str] = Field(default_factory=list)  # ids in the source dataset / graph edges
     # A deliberately corrupted copy (noise injection): a negative for critics and process-reward models, never a
     # demonstration. Trainers exclude such records unless asked for negatives.
-    negative: bool = False
+    negative: Bool = False
 
 
 class Trajectory(Record):
@@ -108,13 +113,13 @@ class Trajectory(Record):
     schema_version: str = SCHEMA_VERSION
     id: str = Field(min_length=1)
     task: Task
-    steps: list[Step] = Field(min_length=1)
+    steps: list[Step] = Field(min_length=1, max_length=MAX_STEPS)
     app_id: str = Field(min_length=1)
     app_version: str = ""
     platform: str = "web"
-    difficulty: float | None = None
+    difficulty: Float | None = None
     verification: Verification = Verification.UNVERIFIED
-    scores: dict[str, float] = Field(default_factory=dict)
+    scores: dict[str, Float] = Field(default_factory=dict)
     lineage: Lineage = Field(default_factory=Lineage)
 
     @model_validator(mode="after")

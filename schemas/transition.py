@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from pydantic import Field
 
 from schemas.action import Action
-from schemas.base import Record
+from schemas.base import Bool, Float, Record
 from schemas.version import SCHEMA_VERSION
 
 
@@ -28,7 +28,7 @@ class Transition(Record):
     from_observation_id: str = Field(min_length=1)
     to_observation_id: str = Field(min_length=1)
     action: Action
-    effective: bool = True
+    effective: Bool = True
     error: str | None = None
-    duration_ms: float = Field(default=0.0, ge=0)
+    duration_ms: Float = Field(default=0.0, ge=0)
     timestamp: datetime = Field(default_factory=lambda: datetime.now(UTC))

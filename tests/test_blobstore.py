@@ -7,6 +7,7 @@ import hashlib
 import pytest
 
 from schemas.blobstore import BlobCorrupt, BlobNotFound, BlobStore
+from schemas.fileio import OutputError
 
 
 def test_put_is_content_addressed_and_idempotent(tmp_path):
@@ -45,7 +46,7 @@ def test_interrupted_write_leaves_no_blob(tmp_path, monkeypatch):
         raise OSError("disk full")
 
     monkeypatch.setattr(mod.os, "replace", boom)
-    with pytest.raises(OSError):
+    with pytest.raises(OutputError, match="disk full"):  # a run-level error naming the store, not a bad record
         store.put(b"half written")
     monkeypatch.undo()
     assert list(store) == []

@@ -237,7 +237,7 @@ def user_text(s: Sample, direct: bool) -> str:
     lines = [f"Task: {s.task}"]
     if s.history:
         lines.append("Previous actions:")
-        lines += [f"{i + 1}. {h}" for i, h in enumerate(s.history)]
+        lines += [f"{s.history_start + i + 1}. {h}" for i, h in enumerate(s.history)]
     else:
         lines.append("Previous actions: none")
     if direct:

@@ -5,9 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.console import Console
 from rich.table import Table
 from rich.text import Text
+
+from pipelines.commands.plain import PlainConsole
 
 
 def register(app: typer.Typer) -> None:
@@ -24,7 +25,7 @@ def register(app: typer.Typer) -> None:
         from explorers.config import ConfigError, load_config
         from explorers.farm import run_farm
 
-        console = Console()
+        console = PlainConsole()
         overrides = {k: v for k, v in {"output": str(output) if output else None, "policy": policy}.items() if v}
         try:
             cfg = load_config(config, overrides)

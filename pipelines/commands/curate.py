@@ -5,9 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
+
+from pipelines.commands.plain import PlainConsole
 
 RUNNERS = "direct (in-process), multiprocess (--workers N), portable (--job-endpoint, --worker-pool), or a Beam " \
           "runner name such as DataflowRunner / FlinkRunner / SparkRunner with --beam-arg flags"
@@ -29,8 +30,8 @@ class CurateProgress:
     ROWS = (("records_read", "read records"), ("samples_inspected", "inspected screenshots"),
             ("samples_written", "wrote samples"), ("rejects_written", "wrote rejects"))
 
-    def __init__(self, console: Console, records_total: int):
-        self.bar = Progress(SpinnerColumn(), TextColumn("{task.description:<24}"), BarColumn(),
+    def __init__(self, console: PlainConsole, records_total: int):
+        self.bar = Progress(SpinnerColumn(), TextColumn("{task.description:<24}", markup=False), BarColumn(),
                             MofNCompleteColumn(), TimeElapsedColumn(), console=console, transient=False)
         self.phase_task = self.bar.add_task("starting", total=None)
         self.tasks = {key: self.bar.add_task(label, total=records_total if key == "records_read" else None)
@@ -98,7 +99,7 @@ def register(app: typer.Typer) -> None:
         from pipelines.curation.pipeline import curate
         from pipelines.curation.progress import count_input_records
 
-        console = Console()
+        console = PlainConsole()
         try:
             cfg = CurateConfig(
                 inputs=inputs, out=out, blobs=blobs, embed_images=embed_images, rows_per_shard=rows_per_shard,
@@ -113,7 +114,7 @@ def register(app: typer.Typer) -> None:
             with CurateProgress(console, count_input_records(cfg.inputs)) as bar:
                 result = curate(cfg, status=bar.phase, progress=bar.counts)
         except (ExpectationsFailed, AccountingError) as exc:
-            console.print(f"[red]curation failed, nothing published:[/red] {exc}")
+            console.print(f"curation failed, nothing published: {exc}", style="red")
             raise typer.Exit(1) from None
         m = result.manifest
         console.print(funnel_table(m))

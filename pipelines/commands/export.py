@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 
 import typer
-from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from pipelines.commands.plain import PlainConsole
 from pipelines.exporters.options import FAMILIES, ExportOptions
 from pipelines.exporters.registry import FORMATS
 from pipelines.exporters.runner import run_export
@@ -65,8 +65,8 @@ def register(app: typer.Typer) -> None:
                                             include_negatives=include_negatives, image_mode=images, split=split)
         except ValueError as exc:
             raise typer.BadParameter(str(exc)) from None
-        console = Console(stderr=True)
-        with Progress(SpinnerColumn(), TextColumn("[bold]export {task.fields[fmt]}"),
+        console = PlainConsole(stderr=True)
+        with Progress(SpinnerColumn(), TextColumn("export {task.fields[fmt]}", style="bold", markup=False),
                       TextColumn("{task.fields[ok]} exported, {task.fields[bad]} rejected"), TimeElapsedColumn(),
                       console=console, transient=True) as progress:
             task = progress.add_task("export", total=None, fmt=fmt, ok=0, bad=0)
@@ -90,5 +90,5 @@ def register(app: typer.Typer) -> None:
             table.add_row("skipped", reason, str(n))
         for reason, n in summary.rejected.most_common():
             table.add_row("rejected", reason, str(n))
-        Console().print(table)
+        PlainConsole().print(table)
         typer.echo(f"{summary.samples} rows → {summary.output} ({summary.images} new images)")

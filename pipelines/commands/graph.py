@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.console import Console
+
+from pipelines.commands.plain import PlainConsole
 
 
 def _app_dir(path: Path) -> Path:
@@ -33,7 +34,7 @@ def register(app: typer.Typer) -> None:
 
         d = _app_dir(app_dir)
         s = graph_stats(d)
-        console = Console()
+        console = PlainConsole()
         console.print(f"states {s.states}  transitions {s.transitions}  effective {s.effective}  "
                       f"errors {s.errors}  observations {s.observations}  workers {', '.join(s.workers)}")
         marks = sorted({max(1, round(s.transitions * q)) for q in (0.1, 0.25, 0.5, 0.75, 1.0)}) if s.coverage else []
@@ -55,7 +56,7 @@ def register(app: typer.Typer) -> None:
 
         d = _app_dir(app_dir)
         out.write_text(render_html(d, BlobStore(blob_root or d / "blobs"), max_states), encoding="utf-8")
-        Console().print(f"wrote {out}", markup=False)
+        PlainConsole().print(f"wrote {out}", markup=False)
 
     @graph.command("export")
     def export(app_dir: Path = typer.Argument(..., exists=True, file_okay=False)) -> None:
@@ -63,6 +64,6 @@ def register(app: typer.Typer) -> None:
         from explorers.store import GraphStore
 
         s = GraphStore(app_dir.parent, app_dir.name).export()
-        Console().print(f"{s.states} states, {s.transitions} transitions, {s.observations} observations")
+        PlainConsole().print(f"{s.states} states, {s.transitions} transitions, {s.observations} observations")
 
     app.add_typer(graph, name="graph")

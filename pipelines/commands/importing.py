@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 
 import typer
-from rich.console import Console
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from pipelines.commands.plain import PlainConsole
 from pipelines.importers.convention import Coords
 from pipelines.importers.registry import IMPORTERS, get_importer
 from pipelines.importers.runner import ImportSummary, run_import
@@ -52,9 +52,9 @@ def register(app: typer.Typer) -> None:
             raise typer.BadParameter(f"unknown format {fmt!r}; choose from {', '.join(IMPORTERS)}")
         if coords is not None and coords not in {c.value for c in Coords} | {"qwen25"}:
             raise typer.BadParameter(f"unknown --coords {coords!r}")
-        console = Console(stderr=True)
+        console = PlainConsole(stderr=True)
         options = {"coords": coords, "platform": platform}
-        with Progress(SpinnerColumn(), TextColumn("[bold]{task.description}"), BarColumn(),
+        with Progress(SpinnerColumn(), TextColumn("{task.description}", style="bold", markup=False), BarColumn(),
                       TextColumn("{task.fields[ok]} imported, {task.fields[bad]} rejected"), TimeElapsedColumn(),
                       console=console, transient=True) as progress:
             task = progress.add_task(f"import {fmt}", total=None, ok=0, bad=0)
@@ -68,6 +68,6 @@ def register(app: typer.Typer) -> None:
         if json_summary:
             typer.echo(json.dumps(summary.as_dict(), indent=2))
         else:
-            Console().print(summary_table(summary))
+            PlainConsole().print(summary_table(summary))
             typer.echo(f"{summary.imported} trajectories ({summary.steps} steps) imported, "
                        f"{summary.total_rejected} rejected → {out}")

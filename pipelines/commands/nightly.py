@@ -12,7 +12,8 @@ import json
 from pathlib import Path
 
 import typer
-from rich.console import Console
+
+from pipelines.commands.plain import PlainConsole
 
 EPILOG = ("Exit codes: 0 published; 1 unexpected error (rerun resumes); 2 invalid config; 3 locked by another run "
           "(retry later); 4 stage failed (rerun resumes at it); 5 published with warnings (read the report).")
@@ -37,11 +38,11 @@ def register(app: typer.Typer) -> None:
         from pipelines.nightly.config import NightlyConfigError, load_nightly
         from pipelines.nightly.exitcodes import Exit
 
-        console = Console(stderr=True)
+        console = PlainConsole(stderr=True)
         try:
             loaded = load_nightly(config)
         except NightlyConfigError as exc:
-            console.print(f"[bold red]{exc}[/]", highlight=False)
+            console.print(str(exc), style="bold red")
             raise typer.Exit(int(Exit.CONFIG_ERROR)) from None
         from pipelines.nightly import runner
 
@@ -57,7 +58,7 @@ def register(app: typer.Typer) -> None:
             try:
                 lock.acquire()
             except LockHeld as exc:
-                console.print(f"[yellow]{exc}[/]")
+                console.print(str(exc), style="yellow")
                 raise typer.Exit(int(Exit.LOCKED)) from None
             try:
                 run_id = RunState(loaded.workspace / "state").abandon()
@@ -72,6 +73,5 @@ def register(app: typer.Typer) -> None:
                                    "warnings": outcome.warnings}))
         else:
             style = {0: "green", 5: "yellow"}.get(int(outcome.exit), "bold red")
-            console.print(f"[{style}]{outcome.message}[/]" + (f"\nreport: {outcome.report}" if outcome.report else ""),
-                          highlight=False)
+            console.print(outcome.message + (f"\nreport: {outcome.report}" if outcome.report else ""), style=style)
         raise typer.Exit(int(outcome.exit))

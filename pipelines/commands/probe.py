@@ -7,9 +7,10 @@ import json
 from pathlib import Path
 
 import typer
-from rich.console import Console
 from rich.table import Table
 from rich.text import Text
+
+from pipelines.commands.plain import PlainConsole
 
 
 def _requests(pairs: list[str], file: Path | None) -> list[object] | None:
@@ -67,7 +68,7 @@ def register(app: typer.Typer) -> None:
         from explorers.probe import find_shortcuts, load_worker_graph, probe_shortcuts
         from explorers.store import GraphStore
 
-        console = Console()
+        console = PlainConsole()
         try:
             cfg = load_config(config)
         except ConfigError as exc:

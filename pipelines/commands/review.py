@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.console import Console
+
+from pipelines.commands.plain import PlainConsole
 
 DB_HELP = ("Label database URL: sqlite:///FILE or postgresql://user:pw@host:port/db "
            "(default: $TRAJFORGE_REVIEW_DB, else sqlite:///trajforge-review.sqlite in the current directory).")
@@ -35,18 +36,18 @@ def register(app: typer.Typer) -> None:
         from review.app import ReviewConfig, create_app
         from review.dataset import DatasetError
 
-        console = Console()
+        console = PlainConsole()
         try:
             web = create_app(ReviewConfig(data_dir=data, db_url=db, blobs=blobs, labels_per_sample=labels_per_sample,
                                           overlap=overlap, secure_cookies=secure_cookies))
         except DatasetError as exc:
-            console.print(f"[red]error:[/red] {exc}")
+            console.print(f"error: {exc}", style="red")
             raise typer.Exit(2) from None
         ds = web.state.review.ds
         console.print(f"Reviewing {ds.name}: {len(ds.refs)} samples, {len(ds.rejected)} gate rejects "
                       f"→ http://{host}:{port}/")
         if host not in ("127.0.0.1", "localhost", "::1"):
-            console.print("[yellow]warning:[/yellow] listening beyond loopback; put it behind HTTPS.")
+            console.print("warning: listening beyond loopback; put it behind HTTPS.", style="yellow")
         uvicorn.run(web, host=host, port=port, log_level="warning")
 
     @review.command("add-user")
@@ -68,9 +69,9 @@ def register(app: typer.Typer) -> None:
             with Session(engine) as s:
                 add_annotator(s, name, password)
         except AuthError as exc:
-            Console().print(f"[red]error:[/red] {exc}")
+            PlainConsole().print(f"error: {exc}", style="red")
             raise typer.Exit(1) from None
-        Console().print(f"Created annotator {name!r}.")
+        PlainConsole().print(f"Created annotator {name!r}.")
 
     @review.command("export-labels")
     def export_labels_cmd(
@@ -86,9 +87,9 @@ def register(app: typer.Typer) -> None:
         try:
             n = export_labels(make_engine(db), out, fmt, latest_only=latest)
         except ValueError as exc:
-            Console().print(f"[red]error:[/red] {exc}")
+            PlainConsole().print(f"error: {exc}", style="red")
             raise typer.Exit(2) from None
-        Console().print(f"Wrote {n} labels to {out}")
+        PlainConsole().print(f"Wrote {n} labels to {out}")
 
     @review.command("apply-labels")
     def apply_labels_cmd(
@@ -103,11 +104,11 @@ def register(app: typer.Typer) -> None:
         from review.db import make_engine
         from review.gate import GateError, apply_labels
 
-        console = Console()
+        console = PlainConsole()
         try:
             path, c = apply_labels(data, make_engine(db), out, policy=policy, overwrite=overwrite, progress=True)
         except GateError as exc:
-            console.print(f"[red]error:[/red] {exc}")
+            console.print(f"error: {exc}", style="red")
             raise typer.Exit(1) from None
         console.print(f"Wrote {path}: input {c.input}, output {c.kept}, rejected {c.rejected}, edited {c.edited}, "
                       f"accepted {c.accepted}, unlabelled {c.unlabelled}, stale labels {c.stale}, "

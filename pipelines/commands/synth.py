@@ -7,10 +7,10 @@ import os
 from pathlib import Path
 
 import typer
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from pipelines.commands.plain import PlainConsole
 from pipelines.synthesis.factory import DEFAULT_BASE_URL, DEFAULT_CONCURRENCY
 from pipelines.synthesis.prompts import DEFAULT_VERSION
 
@@ -92,14 +92,14 @@ def register(app: typer.Typer) -> None:
             raise typer.BadParameter(f"unknown runner {runner!r}; choose from {', '.join(RUNNERS)}")
         if beam_arg and runner != "beam":
             raise typer.BadParameter("--beam-arg needs --runner beam")
-        console = Console()
+        console = PlainConsole()
         spec = BackendSpec(backend, model=model, base_url=base_url, api_key_env=api_key_env,
                            concurrency=concurrency, timeout_s=timeout, retries=retries, prompt_version=prompt_version,
                            guided=guided, max_images=max_images, device=device)
         try:
             impl = spec()  # with --runner beam only validates the flags: workers build their own from the spec
         except (ValueError, FileNotFoundError) as exc:
-            console.print(f"[red]error:[/red] {exc}")
+            console.print(f"error: {exc}", style="red")
             raise typer.Exit(2) from None
         kind_list = tuple(k.strip() for k in kinds.split(",") if k.strip())
         unknown = sorted(set(kind_list) - set(PlanConfig().kinds))
@@ -159,10 +159,10 @@ def register(app: typer.Typer) -> None:
                     report = run_synthesis(graph, out, impl, config, cache_dir=cache_dir, usage=usage,
                                            replay=replay, extra=extra, progress=progress, prober=prober)
             except BackendUnavailable as exc:
-                console.print(f"[red]error:[/red] {exc}")
+                console.print(f"error: {exc}", style="red")
                 raise typer.Exit(2) from None
             except (ValueError, FileNotFoundError) as exc:
-                console.print(f"[red]error:[/red] {exc}")
+                console.print(f"error: {exc}", style="red")
                 raise typer.Exit(2) from None
             finally:
                 impl.close()

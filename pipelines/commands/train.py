@@ -9,7 +9,8 @@ import json
 from pathlib import Path
 
 import typer
-from rich.console import Console
+
+from pipelines.commands.plain import PlainConsole
 
 CONFIG_HELP = "YAML run config (sections data / optim / run / grpo); omitted keys take their defaults."
 DATA_HELP = "Curated dataset directory (<dir>/data/*.parquet or <dir>/*.parquet) or one Parquet shard of samples."
@@ -31,11 +32,11 @@ def _run(kind: str, config: Path | None, data: Path, model: Path, out: Path, res
          lr: float | None, progress: bool) -> None:
     from training.config import ConfigError, load_config
 
-    console = Console()
+    console = PlainConsole()
     try:
         cfg = load_config(config)
     except ConfigError as exc:
-        console.print(f"[red]config error[/red] {config}: {exc}")
+        console.print(f"config error {config}: {exc}", style="red")
         raise typer.Exit(2) from None
     _overrides(cfg, max_steps, lr, progress)
     from training.loop import train_grpo, train_sft
@@ -44,7 +45,7 @@ def _run(kind: str, config: Path | None, data: Path, model: Path, out: Path, res
     try:
         summary = fn(cfg, data, model, out, resume=resume)
     except (FileNotFoundError, ValueError, RuntimeError) as exc:
-        console.print(f"[red]{kind} failed:[/red] {exc}")
+        console.print(f"{kind} failed: {exc}", style="red")
         raise typer.Exit(1) from None
     console.print_json(json.dumps(summary))
 
@@ -95,10 +96,10 @@ def register(app: typer.Typer) -> None:
         from training.tiny import FAMILIES, make_tiny_model
 
         if family not in FAMILIES:
-            Console().print(f"[red]--family:[/red] expected one of {', '.join(FAMILIES)}, got {family!r}")
+            PlainConsole().print(f"--family: expected one of {', '.join(FAMILIES)}, got {family!r}")
             raise typer.Exit(2)
         path = make_tiny_model(out, max_pixels=max_pixels, seed=seed, family=family)
-        Console().print(f"tiny model written to {path}")
+        PlainConsole().print(f"tiny model written to {path}")
 
     @app.command("eval")
     def evaluate_cmd(
@@ -116,4 +117,4 @@ def register(app: typer.Typer) -> None:
 
         cfg = load_config(config)
         report = evaluate(model, data, cfg.data, limit, max_new_tokens, out, progress)
-        Console().print_json(json.dumps(report))
+        PlainConsole().print_json(json.dumps(report))

@@ -136,7 +136,7 @@ def conversation(s: Sample, ctx: ExportContext) -> Iterator[dict[str, Any]]:
     """One AGUVIS sample per trained step; ids ``<trajectory>:<step>`` so an import reassembles trajectories."""
     description = s.instruction or s.action.describe()
     thought = f"Thought: {s.reasoning.strip()}\n" if s.reasoning else ""
-    history = "\n".join(f"Step {i + 1}: {h}" for i, h in enumerate(s.history)) or "None"
+    history = "\n".join(f"Step {s.history_start + i + 1}: {h}" for i, h in enumerate(s.history)) or "None"
     system = SYSTEM_PROMPT + (MOBILE_PLUGIN if s.platform in MOBILE else "")
     yield {
         "id": f"{s.trajectory_id}:{s.step_index}",

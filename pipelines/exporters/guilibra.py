@@ -48,7 +48,8 @@ def rl(s: Sample, ctx: ExportContext) -> Iterator[dict[str, Any]]:
     yield {
         "data_source": data_source(s),
         "images": [ctx.image(s)],
-        "context": user_turn(s.task, s.history, None, None, ctx.options.style, direct=False, with_format=False),
+        "context": user_turn(s.task, s.history, None, None, ctx.options.style, direct=False, with_format=False,
+                             history_start=s.history_start),
         "system_prompt": system_prompt(s.platform),
         "answer": rl_ground_truth(s.action, s.image_width, s.image_height, s.accepted_actions,
                                   description=s.instruction),

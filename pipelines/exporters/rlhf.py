@@ -50,7 +50,8 @@ def trl(s: Sample, ctx: ExportContext) -> Iterator[dict[str, Any]]:
     truth = rl_ground_truth(s.action, s.image_width, s.image_height, s.accepted_actions,
                             resized=_qwen_resized(s, o.max_pixels), description=s.instruction)
     for direct in sft_variants(s, o.mix):
-        user = user_turn(s.task, s.history, s.image_width, s.image_height, o.style, direct)
+        user = user_turn(s.task, s.history, s.image_width, s.image_height, o.style, direct,
+                         history_start=s.history_start)
         target = format_target(s.action, s.instruction or s.action.describe(), None if direct else s.reasoning,
                                frame, o.style)
         yield {
@@ -85,7 +86,8 @@ class VerlRows:
 
     def __call__(self, s: Sample, ctx: ExportContext) -> Iterator[dict[str, Any]]:
         o = ctx.options
-        user = user_turn(s.task, s.history, s.image_width, s.image_height, o.style, direct=False)
+        user = user_turn(s.task, s.history, s.image_width, s.image_height, o.style, direct=False,
+                         history_start=s.history_start)
         truth = rl_ground_truth(s.action, s.image_width, s.image_height, s.accepted_actions,
                                 resized=_qwen_resized(s, o.max_pixels), description=s.instruction)
         yield {

@@ -90,9 +90,15 @@ def task_of(human_text: str) -> str:
 
 
 def history_length(human_text: str) -> int:
-    """How many earlier steps a user turn lists (``Step N …`` or ``N.`` lines after the history heading)."""
+    """How many earlier steps a user turn stands for (``Step N …`` or ``N.`` lines after the history heading):
+    the number of the last entry, since a long trajectory's history lists only its latest steps
+    (``schemas.sample.MAX_HISTORY``), else the count of entries."""
     m = HISTORY.search(human_text)
-    return len(HISTORY_ITEM.findall(m.group("h"))) if m else 0
+    if not m:
+        return 0
+    items = HISTORY_ITEM.findall(m.group("h"))
+    numbers = [int(d) for d in re.findall(r"\d+", items[-1])] if items else []
+    return max(len(items), numbers[0]) if numbers else len(items)
 
 
 def _current_image(ref: Any) -> Any:

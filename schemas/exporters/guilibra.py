@@ -284,9 +284,10 @@ def system_prompt(platform: str) -> str:
     return "\n".join(lines)
 
 
-def history_text(history: Sequence[str]) -> str:
-    """Earlier steps as GUI-Libra's agents write them: one ``Step N Action: …`` line each, empty when none."""
-    return "".join(f"\nStep {i + 1} Action: {h}\n" for i, h in enumerate(history))
+def history_text(history: Sequence[str], start: int = 0) -> str:
+    """Earlier steps as GUI-Libra's agents write them: one ``Step N Action: …`` line each, empty when none;
+    ``start`` is the step index of the first entry (``Sample.history_start``: a capped history)."""
+    return "".join(f"\nStep {start + i + 1} Action: {h}\n" for i, h in enumerate(history))
 
 
 def response_format(style: Style, direct: bool) -> str:
@@ -309,7 +310,7 @@ def response_format(style: Style, direct: bool) -> str:
 
 
 def user_turn(task: str, history: Sequence[str], width: int | None, height: int | None, style: Style,
-              direct: bool, with_format: bool = True) -> str:
+              direct: bool, with_format: bool = True, history_start: int = 0) -> str:
     """The human turn: ``<image>`` + GUI-Libra's request, ``Instruction:`` and ``Interaction History:``.
 
     ``width`` / ``height`` add "(original image size WxH)" as GUI-Libra's agents do; the RL context leaves it
@@ -317,7 +318,7 @@ def user_turn(task: str, history: Sequence[str], width: int | None, height: int 
     """
     size = f" (original image size {width}x{height})" if width and height else ""
     text = (f"<image>{MOVE_REQUEST}{size}, instruction and previous actions.\n\nInstruction: {task}\n\n"
-            f"Interaction History: {history_text(history)}\n")
+            f"Interaction History: {history_text(history, history_start)}\n")
     return text + response_format(style, direct) if with_format else text
 
 
@@ -340,7 +341,8 @@ def sft_conversation(s: Sample, image: str, frame: Frame, style: Style, direct: 
         "image": image,
         "conversations": [
             {"from": "system", "value": system_prompt(s.platform)},
-            {"from": "human", "value": user_turn(s.task, s.history, s.image_width, s.image_height, style, direct)},
+            {"from": "human", "value": user_turn(s.task, s.history, s.image_width, s.image_height, style, direct,
+                                                 history_start=s.history_start)},
             {"from": "gpt", "value": target},
         ],
         "coord_convention": str(frame.convention),
