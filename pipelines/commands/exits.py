@@ -1,12 +1,12 @@
 """Exit codes of the data commands (validate, import, curate, synth, export, review gate) and the top-level guard.
 
-| code | meaning |
-|---|---|
-| 0 | done (import and synth may have rejected records: they are in the rejects, counted in the summary) |
-| 1 | the data said no: ``validate`` found bad records; ``curate`` published nothing (expectations, accounting, every record rejected); an unexpected internal error |
-| 2 | usage: a bad flag, a missing input file (Typer's own code) |
-| 3 | the output cannot be written, or the blob store cannot be used: permission, a symbolic link loop, a file where a folder must be (or named like the next version), no space |
-| 4 | no input records at all (pass ``--allow-empty`` to accept an empty run) |
+- 0: done (import and synth may have rejected records: they are in the rejects, counted in the summary)
+- 1: the data said no (``validate`` found bad records; ``curate`` published nothing: failed expectations,
+  unreconciled counts, every record rejected), or an unexpected internal error
+- 2: usage: a bad flag, a missing input file (Typer's own code)
+- 3: the output cannot be written or the blob store cannot be used: permission denied, a symbolic link loop,
+  a file where a folder must be (or named like the next version), no space left
+- 4: no input records at all (pass ``--allow-empty`` to accept an empty run)
 
 ``nightly`` has its own table (``pipelines.nightly.exitcodes``). The guard turns whatever escapes a command into
 one plain line on stderr and one of these codes: ``OutputError`` / ``OSError`` → 3, anything else → 1 with

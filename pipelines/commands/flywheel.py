@@ -6,8 +6,9 @@ import json
 from pathlib import Path
 
 import typer
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+from pipelines.commands.plain import PlainConsole
 
 
 def register(app: typer.Typer) -> None:
@@ -44,17 +45,17 @@ def register(app: typer.Typer) -> None:
         from explorers.config import ConfigError, load_config
         from pipelines.flywheel.runner import FlywheelConfig, run_flywheel
 
-        console = Console()
+        console = PlainConsole()
         if policy not in ("rule", "model") or (policy == "model" and model is None):
-            console.print("[red]--policy:[/red] rule, or model with --model DIR")
+            console.print("--policy: rule, or model with --model DIR", style="red")
             raise typer.Exit(2)
         if not 0 <= band[0] <= band[1] <= 1:
-            console.print(f"[red]--band:[/red] need 0 <= low <= high <= 1, got {band}")
+            console.print(f"--band: need 0 <= low <= high <= 1, got {band}", style="red")
             raise typer.Exit(2)
         try:
             crawl = load_config(config)
         except ConfigError as exc:
-            console.print(f"[red]config error[/red] {exc}")
+            console.print(f"config error {exc}", style="red")
             raise typer.Exit(2) from None
         device = crawl.devices[0]
         cfg = FlywheelConfig(k=k, rounds=rounds, band=band, backward=backward, epsilon=epsilon,
@@ -67,5 +68,5 @@ def register(app: typer.Typer) -> None:
                                    progress=lambda n: bar.advance(task, n))
         console.print_json(json.dumps({k_: v for k_, v in summary.items() if k_ != "tasks"}, default=str))
         if summary.get("error"):
-            console.print(f"[red]{summary['error']}[/red] (skipped: {summary['skipped']})")
+            console.print(f"{summary['error']} (skipped: {summary['skipped']})", style="red")
             raise typer.Exit(1)
