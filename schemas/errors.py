@@ -25,3 +25,7 @@ class RecordValidationError(ValueError):
     def __init__(self, errors: list[FieldError]):
         self.errors = errors
         super().__init__("; ".join(str(e) for e in errors))
+
+
+class EmptyInput(Exception):
+    """The inputs of a run hold no records at all: an error (CLI exit 4) unless the run allows empty input."""

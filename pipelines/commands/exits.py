@@ -30,10 +30,6 @@ EMPTY = 4
 TRACEBACK_ENV = "TRAJFORGE_TRACEBACK"
 
 
-class EmptyInput(Exception):
-    """The inputs hold no records at all; an error unless the command was given ``--allow-empty``."""
-
-
 def _say(message: str) -> None:
     from pipelines.commands.plain import visible
 
@@ -43,6 +39,7 @@ def _say(message: str) -> None:
 
 def guarded(run: Callable[[], Any]) -> int:
     """Run the CLI; map an escaping exception to one line and an exit code (see the table above)."""
+    from schemas.errors import EmptyInput
     from schemas.fileio import OutputError, describe_os_error
 
     try:

@@ -46,8 +46,15 @@ def register(app: typer.Typer) -> None:
         blobs: str | None = typer.Option(None, "--blobs", help="Blob store root or fsspec URL "
                                          "(default OUT/blobs)."),
         json_summary: bool = typer.Option(False, "--json", help="Print the summary as JSON instead of a table."),
+        allow_empty: bool = typer.Option(False, "--allow-empty", help="Accept source files without any record "
+                                         "(otherwise exit 4)."),
     ) -> None:
-        """Import FORMAT files into trajectories Parquet + rejects Parquet + blobs under --out."""
+        """Import FORMAT files into trajectories Parquet + rejects Parquet + blobs under --out.
+
+        A bad source record is rejected with its reason and the rest goes on; image paths are followed only
+        inside the image folders. Exit codes: 0 done (rejects included), 2 usage, 3 the output cannot be
+        written, 4 no source record at all (unless --allow-empty).
+        """
         if fmt not in IMPORTERS:
             raise typer.BadParameter(f"unknown format {fmt!r}; choose from {', '.join(IMPORTERS)}")
         if coords is not None and coords not in {c.value for c in Coords} | {"qwen25"}:
@@ -64,7 +71,7 @@ def register(app: typer.Typer) -> None:
                 counts["ok" if ok else "bad"] += 1
                 progress.update(task, advance=1, description=f"import {fmt} {location}", **counts)
 
-            summary = run_import(fmt, paths, out, options, images, shard_size, on_record, blobs)
+            summary = run_import(fmt, paths, out, options, images, shard_size, on_record, blobs, allow_empty)
         if json_summary:
             typer.echo(json.dumps(summary.as_dict(), indent=2))
         else:

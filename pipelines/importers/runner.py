@@ -20,16 +20,27 @@ import os
 import shutil
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
-from pipelines.importers.base import DUPLICATE_ID, SCHEMA_INVALID, Bad, ImportContext, SourceRecord
+from pipelines.importers.base import (
+    DUPLICATE_ID,
+    FILE_UNREADABLE,
+    IMPORT_ERROR,
+    SCHEMA_INVALID,
+    Bad,
+    ImportContext,
+    SourceRecord,
+)
 from pipelines.importers.registry import get_importer
 from schemas import BlobStore, Reject, Trajectory
+from schemas.errors import EmptyInput
+from schemas.fileio import OutputError, ensure_writable_dir
+from schemas.jsontext import MAX_DEPTH, printable_json, valid_text
 from schemas.recordio import write_parquet
 from schemas.records import _field_path
 
@@ -59,21 +70,28 @@ class ImportSummary:
                 "seconds": round(self.seconds, 3)}
 
 
-def _elide(value: Any) -> Any:
-    """Source record for a reject payload, with image-sized strings replaced by a marker."""
+def _elide(value: Any, depth: int = 0) -> Any:
+    """Source record for a reject payload, with image-sized strings replaced by a marker (and nesting cut at
+    ``MAX_DEPTH``, so a hostile row cannot overflow the stack while its own reject is written)."""
     if isinstance(value, str) and len(value) > MAX_PAYLOAD_STRING:
         return f"<{len(value)} chars elided>"
     if isinstance(value, bytes | bytearray):
         return f"<{len(value)} bytes elided>"
+    if isinstance(value, dict | list) and depth >= MAX_DEPTH:
+        return f"<nested deeper than {MAX_DEPTH} levels>"
     if isinstance(value, dict):
-        return {k: _elide(v) for k, v in value.items()}
+        return {str(k): _elide(v, depth + 1) for k, v in value.items()}
     if isinstance(value, list):
-        return [_elide(v) for v in value]
+        return [_elide(v, depth + 1) for v in value]
     return value
 
 
 def payload_of(data: Any) -> str:
-    text = json.dumps(_elide(data), ensure_ascii=False, default=str)
+    """The reject payload: the source record as JSON text that always stores (lone surrogates escaped)."""
+    try:
+        text = printable_json(_elide(data))
+    except (TypeError, ValueError, RecursionError) as exc:
+        text = f"<payload not serializable: {type(exc).__name__}>"
     return text if len(text) <= MAX_PAYLOAD else text[:MAX_PAYLOAD] + "…"
 
 
@@ -116,6 +134,30 @@ def _publish(staging: Path, final: Path, prefix: str) -> list[str]:
     return names
 
 
+def _each(records: Callable[[], Iterable[SourceRecord]], handle: Callable[[SourceRecord], None], name: str,
+          reject: Callable[[SourceRecord, str, str], None]) -> None:
+    """Feed every source record to ``handle``; a reader that fails (an unreadable file, a corrupt Parquet
+    footer, a row group that does not decode) becomes one ``file_unreadable`` reject naming where it stopped."""
+    it: Iterator[SourceRecord] | None = None
+    last = ""
+    while True:
+        try:
+            if it is None:
+                it = iter(records())
+            rec = next(it)
+        except StopIteration:
+            return
+        except OutputError:
+            raise
+        except Exception as exc:
+            where = f"{name} after {last}" if last else name
+            detail = f"{where}: cannot be read further: {type(exc).__name__}: {exc}"[:2000]
+            reject(SourceRecord(f"<file {name}>", where, None), FILE_UNREADABLE, detail)
+            return
+        last = rec.location
+        handle(rec)
+
+
 def run_import(
     fmt: str,
     paths: Iterable[Path],
@@ -125,10 +167,18 @@ def run_import(
     shard_size: int = 500,
     on_record: Callable[[str, bool], None] | None = None,
     blobs: str | None = None,
+    allow_empty: bool = False,
 ) -> ImportSummary:
-    """Import ``paths`` in format ``fmt`` under ``out``; ``on_record(location, ok)`` reports progress."""
+    """Import ``paths`` in format ``fmt`` under ``out``; ``on_record(location, ok)`` reports progress.
+
+    One bad source record costs only itself: whatever ``convert`` raises becomes that record's reject (a
+    foreseen ``Bad`` with its reason, a schema error, or ``import_error`` naming the exception), and a file that
+    cannot be read (or stops being readable part-way) is one ``file_unreadable`` reject naming the file while
+    the other files go on. Only output problems (``OutputError``: the folder or the blob store cannot be
+    written) end the run. No source record at all raises ``EmptyInput`` unless ``allow_empty``.
+    """
     importer = get_importer(fmt)
-    out.mkdir(parents=True, exist_ok=True)
+    ensure_writable_dir(out)
     ctx = ImportContext(fmt, BlobStore(blobs or out / "blobs"), [Path(p) for p in image_dirs], options or {})
     stage = f"import:{fmt}"
     staging = out / f".staging-{fmt}-{os.getpid()}"
@@ -141,7 +191,8 @@ def run_import(
 
     def reject(rec: SourceRecord, reason: str, detail: str) -> None:
         summary.rejected[reason] += 1
-        rejects.add(Reject(record_id=str(rec.key), stage=stage, reason=reason, detail=detail,
+        rejects.add(Reject(record_id=valid_text(str(rec.key))[:500], stage=stage, reason=reason,
+                           detail=valid_text(detail)[:4000],
                            payload=payload_of(rec.data if rec.payload is None else rec.payload)))
         if on_record:
             on_record(rec.location, False)
@@ -157,6 +208,11 @@ def run_import(
             return
         except ValidationError as exc:
             reject(rec, SCHEMA_INVALID, _pydantic_detail(exc, f"{rec.key} ({rec.location})"))
+            return
+        except OutputError:
+            raise
+        except Exception as exc:  # not foreseen by the importer: this record only, named, never the run
+            reject(rec, IMPORT_ERROR, f"{rec.key} ({rec.location}): {type(exc).__name__}: {exc}"[:2000])
             return
         if traj.id in seen:
             reject(rec, DUPLICATE_ID, f"{rec.key} ({rec.location}): already imported in this run")
@@ -174,13 +230,15 @@ def run_import(
         all_ctx = ctx.with_source(*paths)
         together = importer.records_all(paths, all_ctx)
         if together is not None:
-            for rec in together:
-                handle(rec, all_ctx)
+            _each(lambda: together, lambda rec: handle(rec, all_ctx), ", ".join(p.name for p in paths), reject)
         else:
             for path in paths:
                 fctx = ctx.with_source(path)
-                for rec in importer.records(path, fctx):
-                    handle(rec, fctx)
+                _each(lambda p=path, c=fctx: importer.records(p, c), lambda rec, c=fctx: handle(rec, c), path.name,
+                      reject)
+        if summary.imported + summary.total_rejected == 0 and not allow_empty:
+            raise EmptyInput(f"no source records in {', '.join(p.name for p in paths)} (pass --allow-empty to "
+                             "accept an empty import)")
         trajs.flush(force=True)
         rejects.flush(force=True)
         summary.trajectory_files = _publish(staging / "trajectories", out / "trajectories", fmt)

@@ -15,11 +15,10 @@ and is emitted when complete; whatever is still incomplete at the end is emitted
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 import pyarrow.parquet as pq
 
@@ -33,8 +32,10 @@ from pipelines.importers.base import (
     SourceRecord,
 )
 from pipelines.importers.tfrecord import Features, TFRecordError, iter_examples, masked_crc
+from schemas.jsontext import JsonTextError, iter_array, loads, valid_text
 
 CHUNK = 1 << 20
+MAX_JSON_FILE = 256 << 20  # a .json file that is one object (not an array) is read whole: bounded
 TFRECORD_SUFFIXES = (".tfrecord", ".tfrecords", ".tfr")
 TfRow = Callable[[Features], dict[str, Any]]
 MAX_OPEN_GROUPS = 64  # incomplete episodes held while waiting for the rest (a shard boundary cuts one or two)
@@ -97,56 +98,32 @@ def _jsonl_rows(path: Path) -> Iterator[Row]:
                 continue
             loc = f"{path.name}:{n}"
             try:
-                yield Row(loc, json.loads(raw.decode("utf-8")))
-            except UnicodeDecodeError as exc:
-                yield Row(loc, raw[:200].decode("utf-8", "replace"), Bad(INVALID_JSON, f"{loc}: invalid UTF-8: {exc}"))
-            except json.JSONDecodeError as exc:
-                yield Row(loc, raw[:200].decode("utf-8", "replace"), Bad(INVALID_JSON, f"{loc}: {exc.msg}"))
+                yield Row(loc, loads(raw))
+            except JsonTextError as exc:
+                yield Row(loc, valid_text(raw[:200].decode("utf-8", "replace")), Bad(INVALID_JSON, f"{loc}: {exc}"))
 
 
 def _json_rows(path: Path) -> Iterator[Row]:
-    with path.open("r", encoding="utf-8", errors="strict") as f:
+    with path.open("rb") as f:
         head = f.read(CHUNK)
-        stripped = head.lstrip()
-        if stripped.startswith("["):
-            yield from _json_array_items(f, stripped[1:], path.name)
+        if head.removeprefix(b"\xef\xbb\xbf").lstrip()[:1] == b"[":
+            f.seek(0)
+            for item in iter_array(f):
+                loc = f"{path.name}:{item.index}"
+                if item.ok:
+                    yield Row(loc, item.value)
+                else:
+                    yield Row(loc, valid_text(item.raw[:200]), Bad(INVALID_JSON, f"{path.name}: {item.error}"))
             return
-        rest = f.read()
+        rest = f.read(MAX_JSON_FILE + 1 - len(head))
+    if len(head) + len(rest) > MAX_JSON_FILE:
+        yield Row(f"{path.name}:1", None, Bad(INVALID_JSON, f"{path.name}: a single JSON object larger than "
+                                                             f"{MAX_JSON_FILE >> 20} MiB (use JSON Lines)"))
+        return
     try:
-        yield Row(f"{path.name}:1", json.loads(head + rest))
-    except json.JSONDecodeError as exc:
-        yield Row(f"{path.name}:1", None, Bad(INVALID_JSON, f"{path.name}: {exc.msg} at char {exc.pos}"))
-
-
-def _json_array_items(f: TextIO, buf: str, name: str) -> Iterator[Row]:
-    """Decode the items of a top-level JSON array one at a time (``raw_decode`` on a refilled buffer)."""
-    decoder = json.JSONDecoder()
-    n, eof = 0, False
-    while True:
-        buf = buf.lstrip().lstrip(",").lstrip()
-        if not buf and not eof:
-            more = f.read(CHUNK)
-            eof = not more
-            buf += more
-            continue
-        if buf.startswith("]"):
-            return
-        if not buf and eof:
-            yield Row(f"{name}:{n + 1}", None, Bad(INVALID_JSON, f"{name}: array is not closed"))
-            return
-        try:
-            item, end = decoder.raw_decode(buf)
-        except json.JSONDecodeError as exc:
-            if eof:
-                yield Row(f"{name}:{n + 1}", buf[:200], Bad(INVALID_JSON, f"{name} item {n + 1}: {exc.msg}"))
-                return
-            more = f.read(max(CHUNK, len(buf)))  # grow geometrically so big items stay linear
-            eof = not more
-            buf += more
-            continue
-        n += 1
-        yield Row(f"{name}:{n}", item)
-        buf = buf[end:]
+        yield Row(f"{path.name}:1", loads(head + rest))
+    except JsonTextError as exc:
+        yield Row(f"{path.name}:1", None, Bad(INVALID_JSON, f"{path.name}: {exc}"))
 
 
 def _parquet_rows(path: Path, batch_size: int = 64) -> Iterator[Row]:
