@@ -187,7 +187,10 @@ def test_cli_synth_writes_records_and_a_rerun_is_served_from_cache(tmp_path: Pat
 def test_cli_reports_missing_graph_unknown_backend_and_unknown_kind(tmp_path: Path):
     (tmp_path / "empty").mkdir()
     r = CliRunner().invoke(app, ["synth", "--graph", str(tmp_path / "empty"), "--out", str(tmp_path / "o")])
-    assert r.exit_code == 2 and "no transitions found" in " ".join(r.output.split())
+    assert r.exit_code == 4 and "no graph records found" in " ".join(r.output.split())  # empty input: exit 4
+    r = CliRunner().invoke(app, ["synth", "--graph", str(tmp_path / "empty"), "--out", str(tmp_path / "o"),
+                                 "--allow-empty"])
+    assert r.exit_code == 0, r.output
     r = CliRunner().invoke(app, ["synth", "--graph", str(tmp_path / "empty"), "--out", str(tmp_path / "o"),
                                  "--backend", "gpt"])
     assert r.exit_code != 0 and "unknown backend" in r.output

@@ -9,10 +9,13 @@ import typer
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from pipelines.commands.exits import EMPTY, OUTPUT
 from pipelines.commands.plain import PlainConsole
 from pipelines.importers.convention import Coords
 from pipelines.importers.registry import IMPORTERS, get_importer
 from pipelines.importers.runner import ImportSummary, run_import
+from schemas.errors import EmptyInput
+from schemas.fileio import OutputError
 
 
 def summary_table(summary: ImportSummary) -> Table:
@@ -71,7 +74,16 @@ def register(app: typer.Typer) -> None:
                 counts["ok" if ok else "bad"] += 1
                 progress.update(task, advance=1, description=f"import {fmt} {location}", **counts)
 
-            summary = run_import(fmt, paths, out, options, images, shard_size, on_record, blobs, allow_empty)
+            try:
+                summary = run_import(fmt, paths, out, options, images, shard_size, on_record, blobs, allow_empty)
+            except EmptyInput as exc:
+                progress.stop()
+                console.print(f"error: {exc}", style="red")
+                raise typer.Exit(EMPTY) from None
+            except OutputError as exc:
+                progress.stop()
+                console.print(f"error: {exc}", style="red")
+                raise typer.Exit(OUTPUT) from None
         if json_summary:
             typer.echo(json.dumps(summary.as_dict(), indent=2))
         else:

@@ -10,6 +10,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from pipelines.commands.exits import EMPTY, OUTPUT
 from pipelines.commands.plain import PlainConsole
 from pipelines.synthesis.factory import DEFAULT_BASE_URL, DEFAULT_CONCURRENCY
 from pipelines.synthesis.prompts import DEFAULT_VERSION
@@ -79,12 +80,21 @@ def register(app: typer.Typer) -> None:
         batch_size: int = typer.Option(16, min=1, help="Calls per model batch (RunInference's max batch size)."),
         large_model: bool = typer.Option(False, help="--runner beam: one backend per machine shared across worker "
                                                      "processes (an in-process VLM on a GPU)."),
+        allow_empty: bool = typer.Option(False, "--allow-empty", help="A graph directory without any record writes "
+                                                                      "empty outputs (otherwise exit 4)."),
     ) -> None:
-        """Sample paths from each app's graph and turn them into tasks, steps, reasoning and accepted actions."""
+        """Sample paths from each app's graph and turn them into tasks, steps, reasoning and accepted actions.
+
+        Graph records that fail validation, repeat an id with other content, or name unknown captures are
+        written to rejects.parquet (stage graph_input) and the rest is used. Exit codes: 0 done, 2 usage or
+        backend problem, 3 the output cannot be written, 4 no graph record at all (unless --allow-empty).
+        """
         from pipelines.synthesis.accounting import Usage
         from pipelines.synthesis.backends.base import BackendUnavailable
         from pipelines.synthesis.factory import BackendSpec
         from pipelines.synthesis.runner import PlanConfig, SynthConfig, run_synthesis
+        from schemas.errors import EmptyInput
+        from schemas.fileio import OutputError
 
         if backend not in BACKENDS:
             raise typer.BadParameter(f"unknown backend {backend!r}; choose from {', '.join(BACKENDS)}")
@@ -111,6 +121,7 @@ def register(app: typer.Typer) -> None:
             languages=[lang.strip() for lang in languages.split(",")] if languages else None,
             batch_size=batch_size,
             max_attempts=max_attempts,
+            allow_empty=allow_empty,
         )
         usage = Usage(price_in_per_mtok=price_in, price_out_per_mtok=price_out)
         replay = None
@@ -161,6 +172,12 @@ def register(app: typer.Typer) -> None:
             except BackendUnavailable as exc:
                 console.print(f"error: {exc}", style="red")
                 raise typer.Exit(2) from None
+            except EmptyInput as exc:
+                console.print(f"error: {exc}", style="red")
+                raise typer.Exit(EMPTY) from None
+            except OutputError as exc:
+                console.print(f"error: {exc}", style="red")
+                raise typer.Exit(OUTPUT) from None
             except (ValueError, FileNotFoundError) as exc:
                 console.print(f"error: {exc}", style="red")
                 raise typer.Exit(2) from None

@@ -252,7 +252,7 @@ def run_synthesis_beam(graph_dir: str | Path, out_dir: str | Path, factory: Call
     say = status or (lambda _msg: None)
     backend = factory()
     try:
-        out, loaded = prepare_run(graph_dir, out_dir, backend)
+        out, loaded = prepare_run(graph_dir, out_dir, backend, config.allow_empty)
         identity = CacheIdentity.of(backend)
     finally:
         backend.close()

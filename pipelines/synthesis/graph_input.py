@@ -14,18 +14,22 @@ not mix a phone screenshot with a desktop one, and replay needs one viewport.
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from schemas import Observation, Reject, Transition
 from schemas.arrow import kind_of
+from schemas.jsontext import loads
 from schemas.recordio import iter_records
 from schemas.records import guess_kind
+
+R = TypeVar("R", Observation, Transition)
 
 STAGE = "graph_input"
 BLOB_DIR_NAMES = ("blobs", "blobstore", "screenshots")
@@ -91,7 +95,7 @@ def find_blob_root(graph_dir: Path) -> Path | None:
 def _record_files(graph_dir: Path) -> list[Path]:
     files = []
     for p in sorted(graph_dir.rglob("*")):
-        if not p.is_file() or p.suffix not in RECORD_SUFFIXES or p.name.startswith("."):
+        if not p.is_file() or p.suffix.lower() not in RECORD_SUFFIXES or p.name.startswith("."):
             continue
         if any(part in BLOB_DIR_NAMES for part in p.relative_to(graph_dir).parts[:-1]):
             continue
@@ -100,15 +104,17 @@ def _record_files(graph_dir: Path) -> list[Path]:
 
 
 def _file_kind(path: Path) -> str | None:
-    """The record kind a file holds: Parquet metadata, or the first JSONL record's fields (``""``: not records)."""
-    if path.suffix == ".parquet":
-        return kind_of(pq.read_schema(path)) or ""
+    """The record kind a file holds: Parquet metadata, or the first JSONL record's fields (``""``: not records).
+
+    None when that cannot be told (unreadable, corrupt): the reader then reports the file or its records."""
     try:
+        if path.suffix.lower() == ".parquet":
+            return kind_of(pq.read_schema(path)) or ""
         with path.open("rb") as f:
             first = next((line for line in f if line.strip()), b"")
-        data = json.loads(first) if first else None
-    except (OSError, ValueError):
-        return None  # unreadable: let the reader report it record by record
+        data = loads(first) if first else None
+    except (OSError, ValueError, pa.ArrowException):
+        return None
     return guess_kind(data) or "" if isinstance(data, dict) else None
 
 
@@ -149,14 +155,46 @@ def blob_root_for(path: Path, top: Path) -> Path | None:
     return None
 
 
+def _same(a: Observation | Transition, b: Observation | Transition) -> bool:
+    return a.model_dump(exclude={"timestamp"}) == b.model_dump(exclude={"timestamp"})
+
+
+def unique_by_id(records: Iterable[R], kind: str, rejects: list[Reject]) -> list[R]:
+    """Records with unique ids. Everything downstream keys edges and captures by id (paths are id lists), so
+    a repeated id would attach one edge's words to another edge's action. A record seen again unchanged (the
+    same export read twice) is kept once and its repeats rejected ``duplicate_record``; ids claimed by records
+    that differ are refused altogether (``duplicate_id``): nothing says which of them is the true one."""
+    groups: dict[str, list[R]] = defaultdict(list)
+    for r in records:
+        groups[r.id].append(r)
+    out: list[R] = []
+    for rid, group in groups.items():
+        first = group[0]
+        if len(group) == 1:
+            out.append(first)
+        elif all(_same(first, other) for other in group[1:]):
+            out.append(first)
+            for other in group[1:]:
+                rejects.append(Reject(record_id=rid, stage=STAGE, reason="duplicate_record",
+                                      detail=f"{kind} {rid} appears {len(group)} times (identical); kept once",
+                                      payload=other.model_dump_json()))
+        else:
+            for other in group:
+                rejects.append(Reject(record_id=rid, stage=STAGE, reason="duplicate_id",
+                                      detail=f"{len(group)} different {kind}s claim id {rid}; none is used",
+                                      payload=other.model_dump_json()))
+    return out
+
+
 def build_graph(app_id: str, observations: Iterable[Observation], transitions: Iterable[Transition],
                 rejects: list[Reject] | None = None) -> AppGraph:
-    """Assemble one app's graph; transitions naming unknown observations are rejected, not guessed."""
+    """Assemble one app's graph; transitions naming unknown observations are rejected, not guessed, and ids
+    must be unique (``unique_by_id``)."""
     rejects = rejects if rejects is not None else []
     g = AppGraph(app_id=app_id)
-    for obs in observations:
-        g.observations.setdefault(obs.id, obs)
-    edges = sorted(transitions, key=lambda t: (t.timestamp, t.id))
+    for obs in unique_by_id(observations, "observation", rejects):
+        g.observations[obs.id] = obs
+    edges = sorted(unique_by_id(transitions, "transition", rejects), key=lambda t: (t.timestamp, t.id))
     runs: list[str] = []
     for t in edges:
         missing = [o for o in (t.from_observation_id, t.to_observation_id) if o not in g.observations]

@@ -34,7 +34,8 @@ from pipelines.synthesis.verify.accepted import accepted_actions
 from pipelines.synthesis.verify.replay import StateIndex
 from schemas import BlobStore, Lineage, Reject, Step, Task, Trajectory, Verification
 from schemas.base import stable_id
-from schemas.fileio import write_json_atomic
+from schemas.errors import EmptyInput
+from schemas.fileio import ensure_writable_dir, write_json_atomic
 from schemas.recordio import write_parquet
 
 STAGE_STEP = "synthesis.step"
@@ -57,6 +58,7 @@ class SynthConfig:
     languages: list[str] | None = None  # None: from the crawl locale (zh crawls get zh and en)
     batch_size: int = 16
     max_attempts: int = DEFAULT_MAX_ATTEMPTS
+    allow_empty: bool = False  # a graph directory without any record writes empty outputs instead of failing
 
 
 class BackendInfo(Protocol):
@@ -283,14 +285,19 @@ def summarize(trajs: list[Trajectory], rejects: list[Reject], plans: int, usage:
 Replayer = Callable[[list[Trajectory], StateIndex], list[Trajectory]]
 
 
-def prepare_run(graph_dir: str | Path, out_dir: str | Path, backend: Backend) -> tuple[Path, GraphLoad]:
-    """Check the backend, load the graphs and refuse what cannot work, before any call is paid for."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+def prepare_run(graph_dir: str | Path, out_dir: str | Path, backend: Backend,
+                allow_empty: bool = False) -> tuple[Path, GraphLoad]:
+    """Check the output, the backend, load the graphs and refuse what cannot work, before any call is paid for.
+
+    A directory without any graph record raises ``EmptyInput`` (unless ``allow_empty``); one whose records
+    were all rejected goes on, so its rejects are written.
+    """
+    out = ensure_writable_dir(out_dir)
     backend.check()
     loaded = load_graphs(graph_dir)
-    if not loaded.graphs:
-        raise ValueError(f"{graph_dir}: no transitions found (is this a graph directory written by the crawler?)")
+    if not loaded.graphs and not loaded.rejects and not allow_empty:
+        raise EmptyInput(f"{graph_dir}: no graph records found (is this a graph directory written by the crawler? "
+                         "pass --allow-empty to accept it)")
     if backend.needs_images:
         missing = [key for key, g in loaded.graphs.items() if g.blob_root is None]
         if missing:
@@ -357,7 +364,7 @@ def run_synthesis(graph_dir: str | Path, out_dir: str | Path, backend: Backend, 
     """
     config = config or SynthConfig()
     usage = usage or Usage()
-    out, loaded = prepare_run(graph_dir, out_dir, backend)
+    out, loaded = prepare_run(graph_dir, out_dir, backend, config.allow_empty)
     probes: dict[str, Any] = {}
     if prober is not None:
         loaded, probes = probe_graphs(graph_dir, loaded, prober)
