@@ -17,6 +17,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from schemas import BlobStore, Sample
@@ -74,6 +75,7 @@ class DatasetVersion:
     unreadable_rejects: int = 0
     blobs: BlobStore | None = None
     manifest: dict = field(default_factory=dict)
+    unreadable_files: list[tuple[Path, str]] = field(default_factory=list)  # (shard, why): left out of the index
 
     @property
     def name(self) -> str:
@@ -81,6 +83,19 @@ class DatasetVersion:
 
     def get(self, sample_id: str) -> SampleRef | None:
         return self.refs.get(sample_id) or self.rejected.get(sample_id)
+
+
+def _openable(files: list[Path]) -> tuple[list[Path], list[tuple[Path, str]]]:
+    """Shards whose Parquet footer reads, and (shard, why) for the others: one corrupt shard must not hide the
+    rest of a version from review or from the gate (which rejects the unreadable shard by name)."""
+    ok, broken = [], []
+    for f in files:
+        try:
+            pq.ParquetFile(f).metadata  # noqa: B018 - reading the footer is the check
+            ok.append(f)
+        except (OSError, ValueError, pa.ArrowException) as exc:
+            broken.append((f, f"{type(exc).__name__}: {exc}"))
+    return ok, broken
 
 
 def data_files_of(root: Path) -> list[Path]:
@@ -101,14 +116,15 @@ def open_dataset(root: str | Path, blobs: str | Path | None = None) -> DatasetVe
     root = Path(root)
     if not root.is_dir():
         raise DatasetError(f"{root}: not a directory")
-    files = data_files_of(root)
-    if not files:
+    files, broken = _openable(data_files_of(root))
+    if not files and not broken:
         found = sorted(p.name for p in root.glob("v[0-9][0-9][0-9][0-9]*") if p.is_dir())
         hint = f"; this looks like a dataset root: pass one version, e.g. {root / found[-1]}" if found else ""
         raise DatasetError(f"{root}: no Parquet shards found in {root / 'data'} or {root}{hint}")
     rejects_dir = root / "rejects"
     ds = DatasetVersion(root=root, data_files=files,
-                        reject_files=sorted(rejects_dir.glob("*.parquet")) if rejects_dir.is_dir() else [])
+                        reject_files=sorted(rejects_dir.glob("*.parquet")) if rejects_dir.is_dir() else [],
+                        unreadable_files=broken)
     manifest = root / "manifest.json"
     if manifest.is_file():
         try:

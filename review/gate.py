@@ -23,12 +23,14 @@ import os
 import shutil
 import uuid
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
+from pydantic import ValidationError
 from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session
 
@@ -39,6 +41,7 @@ from review.labels import LabelView, iter_labels, latest_by_annotator
 from schemas import Reject, Sample
 from schemas.arrow import from_row
 from schemas.errors import RecordValidationError
+from schemas.jsontext import printable_json, valid_text
 from schemas.recordio import write_parquet
 from schemas.records import parse_record
 from schemas.sample import sample_content_hash
@@ -158,6 +161,11 @@ def apply_labels(
         staging.mkdir(parents=True)
     try:
         files, rejects = _write_shards(ds.data_files, staging, decisions, new_instructions, counts, progress)
+        for path, why in ds.unreadable_files:  # a corrupt shard is one reject naming it; the others went on
+            counts.input += 1
+            counts.invalid += 1
+            rejects.append(Reject(record_id=f"<file {path.name}>", stage=STAGE, reason="file_unreadable",
+                                  detail=f"{path.name} cannot be read: {why}"[:2000]))
         reject_files = []
         if rejects:
             rpath = staging / REJECTS_DIR / shard_name(STAGE, 0, 1)
@@ -197,23 +205,36 @@ def _write_shards(
     if progress:
         from tqdm import tqdm
 
-        bar = tqdm(total=sum(pq.ParquetFile(f).metadata.num_rows for f in files), unit="sample", desc="human gate")
+        bar = tqdm(total=sum(_num_rows(f) for f in files), unit="sample", desc="human gate")
     for path in files:
         kept: list[Sample] = []
-        for row in _rows(path):
+        rows = _rows(path)
+        while True:
+            try:
+                row = next(rows)
+            except StopIteration:
+                break
+            except (OSError, ValueError, pa.ArrowException) as exc:  # a shard that is (or turns) unreadable
+                counts.input += 1
+                counts.invalid += 1
+                rejects.append(Reject(record_id=f"<file {path.name}>", stage=STAGE, reason="file_unreadable",
+                                      detail=f"{path.name} cannot be read (after {len(kept)} rows): "
+                                             f"{type(exc).__name__}: {exc}"[:2000]))
+                break
             counts.input += 1
             if bar is not None:
                 bar.update(1)
             try:
                 sample = parse_record(from_row(row), "sample")
-            except RecordValidationError as exc:
+                assert isinstance(sample, Sample)
+                sample = _apply(sample, decisions.get(sample.id), new_instructions, counts, rejects)
+            except (RecordValidationError, ValidationError, ValueError, TypeError) as exc:
                 counts.invalid += 1
-                detail = "; ".join(f"{e.field}: {e.message}" for e in exc.errors)
-                rejects.append(Reject(record_id=str(row.get("id") or ""), stage=STAGE, reason="invalid_record",
-                                      detail=detail, payload=_row_json(row)))
+                errors = exc.errors if isinstance(exc, RecordValidationError) else None
+                detail = "; ".join(f"{e.field}: {e.message}" for e in errors) if errors else f"{exc}"[:2000]
+                rejects.append(Reject(record_id=valid_text(str(row.get("id") or ""))[:500], stage=STAGE,
+                                      reason="invalid_record", detail=valid_text(detail), payload=_row_json(row)))
                 continue
-            assert isinstance(sample, Sample)
-            sample = _apply(sample, decisions.get(sample.id), new_instructions, counts, rejects)
             if sample is not None:
                 kept.append(sample)
         # Every input shard yields one output shard of the same name (possibly empty), so "-of-N" names hold.
@@ -269,15 +290,23 @@ def _apply(
     return sample
 
 
-def _rows(path: Path) -> Iterable[dict]:
+def _rows(path: Path) -> Iterator[dict]:
     pf = pq.ParquetFile(path)
     for batch in pf.iter_batches(batch_size=256):
         yield from batch.to_pylist()
 
 
+def _num_rows(path: Path) -> int:
+    try:
+        return pq.ParquetFile(path).metadata.num_rows
+    except (OSError, ValueError, pa.ArrowException):
+        return 0
+
+
 def _row_json(row: dict) -> str:
-    clean = {k: (v.hex() if isinstance(v, bytes) else v) for k, v in row.items()}
-    return json.dumps(clean, ensure_ascii=False, default=str)
+    # The screenshot is named by its sha256 in the row; its bytes would only bloat the reject.
+    clean = {k: (f"<{len(v)} bytes>" if isinstance(v, bytes) else v) for k, v in row.items()}
+    return printable_json(clean)
 
 
 def _manifest(

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import typer
 
+from pipelines.commands.exits import OUTPUT
 from pipelines.commands.plain import PlainConsole
 
 DB_HELP = ("Label database URL: sqlite:///FILE or postgresql://user:pw@host:port/db "
@@ -103,6 +104,7 @@ def register(app: typer.Typer) -> None:
         """Human gate: drop rejected steps, apply edits, write the next dataset version with counts."""
         from review.db import make_engine
         from review.gate import GateError, apply_labels
+        from schemas.fileio import OutputError
 
         console = PlainConsole()
         try:
@@ -110,6 +112,9 @@ def register(app: typer.Typer) -> None:
         except GateError as exc:
             console.print(f"error: {exc}", style="red")
             raise typer.Exit(1) from None
+        except OutputError as exc:
+            console.print(f"error: {exc}", style="red")
+            raise typer.Exit(OUTPUT) from None
         console.print(f"Wrote {path}: input {c.input}, output {c.kept}, rejected {c.rejected}, edited {c.edited}, "
                       f"accepted {c.accepted}, unlabelled {c.unlabelled}, stale labels {c.stale}, "
                       f"invalid {c.invalid}")

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from pipelines.processes import alive
+from schemas.fileio import OutputError, ensure_writable_dir
 
 VERSION_RE = re.compile(r"^v(\d{4,})$")
 
@@ -52,22 +53,36 @@ def clean_stale_staging(out: Path) -> list[Path]:
 
 
 def new_staging(out: Path) -> Path:
-    out.mkdir(parents=True, exist_ok=True)
+    """A private staging folder under ``out``; ``OutputError`` (one clear line) when ``out`` cannot be written."""
+    ensure_writable_dir(out, "write the dataset folder")
     staging = out / f".staging-{uuid.uuid4().hex[:12]}"
-    staging.mkdir()
-    (staging / "_owner.pid").write_text(str(os.getpid()))
+    try:
+        staging.mkdir()
+        (staging / "_owner.pid").write_text(str(os.getpid()))
+    except OSError as exc:
+        raise OutputError("write the dataset folder", out, exc) from None
     return staging
 
 
-def publish(staging: Path, out: Path, prepare: Callable[[str], None] | None = None) -> Path:
+def _taken(out: Path) -> int:
+    """The highest version number any entry under ``out`` claims (a folder, a file or a link named vNNNN)."""
+    numbers = [int(m.group(1)) for p in out.iterdir() if (m := VERSION_RE.match(p.name))]
+    return max(numbers, default=0)
+
+
+def publish(staging: Path, out: Path, prepare: Callable[[str], None] | None = None, attempts: int = 20) -> Path:
     """Rename the staging directory to the next free ``vNNNN`` (retrying if a concurrent run took it).
 
     ``prepare(version_name)`` runs before each attempt, so files that name the version (the dataset card) are
-    written inside the staging directory and appear together with the data.
+    written inside the staging directory and appear together with the data. A name is free only when nothing
+    has it — a stray *file* called ``v0002`` makes the next version ``v0003`` instead of a hundred failed
+    renames; any other failure to rename is an ``OutputError`` naming the target.
     """
-    for _ in range(100):
-        existing = versions(out)
-        n = int(VERSION_RE.match(existing[-1].name).group(1)) + 1 if existing else 1
+    for _ in range(attempts):
+        try:
+            n = _taken(out) + 1
+        except OSError as exc:
+            raise OutputError("list the dataset folder", out, exc) from None
         target = out / f"v{n:04d}"
         if prepare is not None:
             prepare(target.name)
@@ -75,7 +90,8 @@ def publish(staging: Path, out: Path, prepare: Callable[[str], None] | None = No
         try:
             os.rename(staging, target)
             return target
-        except OSError:
-            if not target.exists():
-                raise
-    raise RuntimeError(f"could not find a free version name under {out}")
+        except OSError as exc:
+            if not os.path.lexists(target):
+                raise OutputError("publish the version as", target, exc) from None
+            # A concurrent run took this name between the listing and the rename: try the next one.
+    raise OutputError("publish a version under", out, f"{attempts} concurrent runs took every next name")
