@@ -187,11 +187,13 @@ def test_probe_cli_takes_explicit_state_element_requests(tmp_path: Path, chromed
     cfg_d = _crawl(tmp_path / "out", chromedriver_url, demo_app_url, 20)
     store = GraphStore(tmp_path / "out", "demo-notes")
     graph = load_worker_graph(store, store.workers()[0])
-    # An element offered but never pressed, that names no known screen (not a "shortcut"): asked for explicitly.
-    wanted = next((sid, a.target_element_id) for sid, info in sorted(graph.states.items())
-                  for key, a in sorted(info.actions.items())
-                  if a.type == "click" and a.target_element_id and key not in graph.tried.get(sid, ())
-                  and sid not in graph.abandoned and info.location.endswith("/notes"))
+    # An element offered but never pressed, that names no known screen (not a "shortcut"), asked for explicitly,
+    # on the screen every restart lands on (so reaching it cannot miss).
+    landing = next(o["state"] for r in read_log(store.log_path(store.workers()[0])) if r.get("restart")
+                   for o in r["observations"] if not o["scripted"])
+    info = graph.states[graph.canonical(landing)]
+    wanted = next((info.id, a.target_element_id) for key, a in sorted(info.actions.items())
+                  if a.type == "click" and a.target_element_id and key not in graph.tried.get(info.id, ()))
     config = tmp_path / "crawl.yaml"
     config.write_text(yaml.safe_dump(cfg_d))
     rep_path = tmp_path / "report.json"
