@@ -16,13 +16,15 @@ from schemas import Goal, Trajectory, Verification
 from schemas.recordio import iter_records, write_parquet
 
 
-def crawl_and_synthesize(root: Path, app_url: str, driver_url: str, crawl_steps: int = 40,
-                         profiles: tuple[str, ...] = ("desktop",)) -> tuple[Path, Path, dict[str, Any]]:
-    """(graph dir, synthesized trajectories file, apps by id) for the demo app served at ``app_url``."""
+def crawl_and_synthesize(root: Path, app_url: str, driver_url: str, crawl_steps: int = 60,
+                         profiles: tuple[str, ...] = ("desktop", "phone")) -> tuple[Path, Path, dict[str, Any]]:
+    """(graph dir, synthesized trajectories file, apps by id) for the demo app served at ``app_url``, crawled and
+    synthesized as ``trajforge demo`` does it (both profiles, shortcut probing, replay)."""
     from explorers.config import parse_config
     from explorers.farm import run_farm
     from pipelines.demo import DemoSettings, crawl_config
     from pipelines.synthesis.factory import make_backend
+    from pipelines.synthesis.probe import Prober
     from pipelines.synthesis.runner import run_synthesis
     from pipelines.synthesis.verify.replay import ExplorerReplayer
 
@@ -33,8 +35,9 @@ def crawl_and_synthesize(root: Path, app_url: str, driver_url: str, crawl_steps:
     apps = {a.id: a for a in cfg.apps}
     backend = make_backend("offline")
     try:
-        run_synthesis(root / "graph", root / "synth", backend, replay=ExplorerReplayer(driver_url, "chromedriver",
-                                                                                       apps=apps))
+        run_synthesis(root / "graph", root / "synth", backend,
+                      replay=ExplorerReplayer(driver_url, "chromedriver", apps=apps),
+                      prober=Prober(driver_url, "chromedriver", apps=apps))
     finally:
         backend.close()
     return root / "graph", root / "synth" / "trajectories.parquet", apps
@@ -60,7 +63,8 @@ def with_goals(src: Path, dst: Path, limit: int | None = None) -> int:
         out.append(t.model_copy(update={"task": t.task.model_copy(update={"goal": goal}),
                                         "scores": {**t.scores, "goal_derived": 1.0}}))
     out.sort(key=lambda t: (len(t.steps), t.id))
-    out = out[:limit] if limit else out
+    if limit and len(out) > limit:  # spread over task lengths: short tasks alone would say little
+        out = [out[round(i * (len(out) - 1) / max(1, limit - 1))] for i in range(limit)]
     write_parquet(out, dst, "trajectory")
     return len(out)
 

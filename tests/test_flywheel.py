@@ -127,7 +127,7 @@ def test_flywheel_cli_on_the_demo_app(tmp_path, demo_app_url, chromedriver_url):
 
     from pipelines.demo import DemoSettings, crawl_config
 
-    graph, synth, _ = crawl_and_synthesize(tmp_path, demo_app_url, chromedriver_url, crawl_steps=30)
+    graph, synth, _ = crawl_and_synthesize(tmp_path, demo_app_url, chromedriver_url)
     cfg = tmp_path / "crawl.yaml"
     cfg.write_text(yaml.safe_dump(crawl_config(demo_app_url, chromedriver_url, DemoSettings(out=tmp_path))))
     base = ["flywheel", "--graph", str(graph), "--config", str(cfg), "-k", "2", "--rounds", "2", "--no-progress"]

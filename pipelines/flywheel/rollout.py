@@ -247,19 +247,25 @@ def run_rollout(device: Any, ref: Trajectory, start: int, policy: Policy, start_
             history.append(res.steps[-1].instruction)
             device.perform(step.action)
             device.settle()
+        # A reference that ends in done / answer teaches the agent to say so: such a task is only finished by
+        # the terminal action (recorded as a step, never sent to the device); otherwise reaching the goal ends it.
+        ends_terminal = bool(ref.steps) and str(ref.steps[-1].action.type) in TERMINAL
+        terminal: Action | None = None
         for j in range(max_steps):
             screen = device.capture()
             feats = screen_features(screen)
-            reached, _ = goal_reached(ref.task.goal, screen, index)
-            if reached:
+            if not ends_terminal and goal_reached(ref.task.goal, screen, index)[0]:
                 break
             obs = observation_from_screen(screen, blobs, ref.app_id, profile, f"{tag}:{start + j}")
             choice = policy.act(ref, screen, obs, history, rng, memo)
-            if choice is None or str(choice[0].type) in TERMINAL:
+            if choice is None:
                 break
             action, instruction = choice
             res.steps.append(LiveStep(obs, locator.locate(feats), action, instruction, False))
             history.append(instruction)
+            if str(action.type) in TERMINAL:
+                terminal = action
+                break
             device.perform(action)
             device.settle()
         screen = device.capture()
@@ -267,6 +273,17 @@ def run_rollout(device: Any, ref: Trajectory, start: int, policy: Policy, start_
         res.final = observation_from_screen(screen, blobs, ref.app_id, profile, f"{tag}:final")
         res.final_state = locator.locate(feats)
         res.success, res.reason = goal_reached(ref.task.goal, screen, index)
+        goal = ref.task.goal
+        if res.success and ends_terminal and terminal is None:
+            res.success, res.reason = False, "no_terminal_action"
+        elif res.success and goal is not None and goal.answer:
+            from training.r1gui import value_f1
+
+            said = (terminal.text or "") if terminal is not None else ""
+            if value_f1(said, goal.answer) < 0.5:
+                res.success, res.reason = False, "wrong_answer"
+        if res.success and not res.steps:
+            res.success, res.reason = False, "no_steps"  # nothing was done: nothing to learn from
         if not res.success and not res.reason:
             res.reason = "not_reached"
     except Exception as exc:  # a click that raised or a script that timed out: a failed rollout, not a dead run
