@@ -9,11 +9,15 @@ any moment and resumed by running it again.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import json
+import os
 import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -117,7 +121,54 @@ class Crawler:
     def _device_factory(self) -> Device:
         self._last_device = self._factory()
         self._emit("session started")  # tells a farm parent which session to close if this process dies
+        self._write_session(self._last_device)
         return self._last_device
+
+    # --- sessions a killed run left open ---------------------------------------------------------------
+    @property
+    def _session_file(self) -> Path:
+        return self.store.dir / "sessions" / f"{self.worker}.json"
+
+    def _write_session(self, device: Device) -> None:
+        """Remember the live session, so a rerun after kill -9 (no farm parent left to clean up) can end it;
+        chromedriver never times sessions out, so each killed run would otherwise leak a browser."""
+        sid = getattr(getattr(device, "driver", None), "session_id", None)
+        if not sid:
+            return
+        self._session_file.parent.mkdir(parents=True, exist_ok=True)
+        data = {"pid": os.getpid(), "endpoint": self.endpoint.url, "session_id": sid,
+                "profile_dir": str(getattr(device, "profile_dir", None) or "")}
+        tmp = self._session_file.with_suffix(".tmp")
+        tmp.write_text(json.dumps(data), encoding="utf-8")
+        os.replace(tmp, self._session_file)
+
+    def _forget_session(self) -> None:
+        with contextlib.suppress(OSError):
+            self._session_file.unlink()
+
+    def _close_leftover_session(self) -> None:
+        """End the session a previous run of this job left open when it was killed (its process is gone)."""
+        try:
+            data = json.loads(self._session_file.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return
+        pid = int(data.get("pid") or 0)
+        if pid and pid != os.getpid():
+            try:
+                os.kill(pid, 0)
+                return  # that run is still alive: its session is not ours to end
+            except ProcessLookupError:
+                pass
+            except PermissionError:
+                return
+        from explorers.farm import close_orphaned_session
+
+        ok = close_orphaned_session(str(data.get("endpoint") or self.endpoint.url), str(data.get("session_id")),
+                                    str(data.get("profile_dir") or ""))
+        self.audit.write(worker=self.worker, decision="closed-leftover-session", session=data.get("session_id"),
+                         reason="a previous run of this job was killed with its browser session open"
+                                + ("" if ok else " (the endpoint did not confirm)"))
+        self._forget_session()
 
     # --- resume --------------------------------------------------------------------------------
     def _replay(self) -> None:
@@ -287,6 +338,7 @@ class Crawler:
             if self.stats.steps >= budget.max_steps:
                 self.stats.stopped = "step budget already spent (resumed a finished crawl)"
                 return self.stats
+            self._close_leftover_session()
             device = self._device_factory()
             cur = self._restart(device, "start" if not self.log.records else "resume")
             while True:
@@ -311,6 +363,7 @@ class Crawler:
                         self.stats.stopped = f"session died {self.stats.session_restarts} times: {exc}"
                         break
                     device.quit()
+                    self._forget_session()
                     device = self._device_factory()
                     cur = self._restart(device, "new session after the previous one died")
                 except Exception as exc:  # a page the crawl cannot handle: skip the action that led there
@@ -326,6 +379,7 @@ class Crawler:
         finally:
             if device is not None:
                 device.quit()
+                self._forget_session()
             self.log.close()
             self.stats.seconds = time.monotonic() - t0
             self._emit(self.stats.stopped or "stopped")

@@ -161,8 +161,16 @@ def test_kill_9_mid_crawl_then_rerun_loses_and_duplicates_nothing(
     proc.wait()
     before = [r["seq"] for r in read_log(log)]
     assert 0 < len(before) < steps
+    # Nobody was left to end the killed run's browser session: chromedriver keeps that Chromium running.
+    session = json.loads((tmp_path / "out" / "demo-notes" / "sessions" / "desktop-en-light-fs1.json").read_text())
+    assert _chromium_pids(Path(session["profile_dir"])), "the killed run's browser should still be running"
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stdout + done.stderr
+    # The rerun ended it before starting its own, and said so in the audit log.
+    assert not _chromium_pids(Path(session["profile_dir"])), "kill -9 leaked the browser session"
+    audit = (tmp_path / "out" / "demo-notes" / "audit" / "desktop-en-light-fs1.jsonl").read_text()
+    assert '"decision": "closed-leftover-session"' in audit and session["session_id"] in audit
+    assert not (tmp_path / "out" / "demo-notes" / "sessions" / "desktop-en-light-fs1.json").exists()
     records = list(read_log(log))
     assert [r["seq"] for r in records] == list(range(len(records)))
     trans = pq.read_table(tmp_path / "out" / "demo-notes" / "transitions.parquet").to_pylist()
