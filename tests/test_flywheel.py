@@ -14,7 +14,14 @@ from typer.testing import CliRunner
 from pipelines.cli import app
 from pipelines.flywheel.goal import goal_reached
 from pipelines.flywheel.rollout import LiveStep, Locator, RolloutResult, instruction_for
-from pipelines.flywheel.runner import TaskSchedule, eligible, first_wrong_step, recovery_trajectory
+from pipelines.flywheel.runner import (
+    TaskSchedule,
+    detours,
+    eligible,
+    first_wrong_step,
+    recovery_trajectory,
+    success_trajectory,
+)
 from pipelines.synthesis.verify.replay import StateIndex
 from schemas import Action, BlobStore, Goal, Step, Task, Trajectory, Verification
 from schemas.recordio import iter_records
@@ -96,6 +103,16 @@ def test_first_wrong_step_and_its_recovery_sample(tmp_path):
     ok = RolloutResult("t", "ref", 0, steps=[LiveStep(o["notes"], "notes", click("notes", "new"), "", False)],
                        final=o["form"], final_state="form")
     assert first_wrong_step(ok, locator, "note") is None
+    # A lucky success: a detour to Settings and back, then New note and Save. The detour is context, not a target.
+    lucky = RolloutResult("t", "ref", 0, steps=[
+        LiveStep(o["notes"], "notes", click("notes", "settings-link"), "Tap the “Settings” link", False),
+        LiveStep(o["settings"], "settings", click("settings", "all-notes"), "Tap the “All notes” link", False),
+        LiveStep(o["notes"], "notes", click("notes", "new"), "Tap the “New note” button", False),
+        LiveStep(o["form"], "form", click("form", "save"), "Tap the “Save” button", False),
+    ], final=make_observation("note", None), final_state="note", success=True)
+    assert detours(lucky, locator, "note") == {0}
+    win = success_trajectory(lucky, ref, "rule", "desktop", detours(lucky, locator, "note"))
+    assert [s.train_target for s in win.steps] == [False, True, True, True] and win.scores["detours"] == 1.0
 
 
 def test_instructions_name_the_target_element():

@@ -100,6 +100,7 @@ class LiveStep:
     action: Action
     instruction: str
     replayed: bool  # part of the replayed start prefix, not the policy's choice
+    reasoning: str | None = None  # the reference step's reasoning when the policy took that step's action
 
 
 @dataclass
@@ -155,6 +156,7 @@ class RulePolicy:
         if i is not None and rng.random() >= self.epsilon:
             step = ref.steps[i]
             memo["pos"] = i + 1
+            memo["reasoning"] = step.reasoning
             return step.action, step.instruction or step.action.describe()
         allowed = [c for c in candidates(screen, with_back=True)
                    if self.guard.blocked(c.widget, c.action.text if c.action.text else None) is None]
@@ -261,7 +263,8 @@ def run_rollout(device: Any, ref: Trajectory, start: int, policy: Policy, start_
             if choice is None:
                 break
             action, instruction = choice
-            res.steps.append(LiveStep(obs, locator.locate(feats), action, instruction, False))
+            res.steps.append(LiveStep(obs, locator.locate(feats), action, instruction, False,
+                                      memo.pop("reasoning", None)))
             history.append(instruction)
             if str(action.type) in TERMINAL:
                 terminal = action

@@ -7,11 +7,11 @@ the success rate afresh (MobileRL re-estimates every epoch): above the band the 
 concentrate where the policy succeeds sometimes, which is where both rejection sampling and RL learn most.
 
 Outputs under ``out``: ``blobs/`` (every live screenshot), ``trajectories.parquet`` (successes as SFT
-trajectories; failures as recovery trajectories: the correct prefix, the first wrong step with
-``train_target: false``, the correction the graph knows — the first edge of a shortest path from where the
-mistake led back toward the goal — and the reference steps from there on), ``rollouts.jsonl`` (one line per
-rollout), ``summary.json`` and, unless ``curate`` is off, ``dataset/vNNNN`` from the same curation pipeline as
-synthesized data.
+trajectories, any detour the rollout recovered from by luck kept as context with ``train_target: false``;
+failures as recovery trajectories: the correct prefix, the first wrong step with ``train_target: false``, the
+correction the graph knows — the first edge of a shortest path from where the mistake led back toward the goal —
+and the reference steps from there on), ``rollouts.jsonl`` (one line per rollout), ``summary.json`` and, unless
+``curate`` is off, ``dataset/vNNNN`` from the same curation pipeline as synthesized data.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from pipelines.flywheel.rollout import (
+    TERMINAL,
     LiveStep,
     Locator,
     ModelPolicy,
@@ -117,18 +118,39 @@ def _steps(live: list[LiveStep], ref: Trajectory, next_ids: list[str | None]) ->
     for i, ls in enumerate(live):
         r = ref.steps[i] if ls.replayed and i < len(ref.steps) else None
         out.append(Step(index=i, observation=ls.observation, action=ls.action, instruction=ls.instruction,
-                        reasoning=r.reasoning if r is not None else None,
+                        reasoning=r.reasoning if r is not None else ls.reasoning,
                         accepted_actions=r.accepted_actions if r is not None else [],
                         next_observation_id=next_ids[i]))
     return out
 
 
-def success_trajectory(res: RolloutResult, ref: Trajectory, policy: str, device: str) -> Trajectory:
+def detours(res: RolloutResult, locator: Locator, goal: str | None) -> set[int]:
+    """Policy steps of a successful rollout after which the graph distance to the goal did not shrink (a random
+    detour the rollout recovered from by luck): context for what follows, not demonstrations to imitate."""
+    if goal is None:
+        return set()
+    dist = locator.distances(goal)
+    states = [s.state for s in res.steps] + [res.final_state]
+    out = set()
+    for j, step in enumerate(res.steps):
+        before, after = dist.get(step.state or ""), dist.get(states[j + 1] or "")
+        if step.replayed or str(step.action.type) in TERMINAL or before is None:
+            continue
+        if after is None or after >= before:
+            out.add(j)
+    return out
+
+
+def success_trajectory(res: RolloutResult, ref: Trajectory, policy: str, device: str,
+                       masked: set[int] | None = None) -> Trajectory:
     next_ids = [s.observation.id for s in res.steps[1:]] + [res.final.id if res.final else None]
+    steps = _steps(res.steps, ref, next_ids)
+    for j in masked or ():
+        steps[j] = steps[j].model_copy(update={"train_target": False})
     return Trajectory(
-        id=stable_id("flywheel", ref.id, res.start, res.seed), task=ref.task, steps=_steps(res.steps, ref, next_ids),
+        id=stable_id("flywheel", ref.id, res.start, res.seed), task=ref.task, steps=steps,
         app_id=ref.app_id, app_version=ref.app_version, platform=ref.platform, verification=Verification.REPLAYED,
-        scores={"flywheel_success": 1.0, "flywheel_start": float(res.start)},
+        scores={"flywheel_success": 1.0, "flywheel_start": float(res.start), "detours": float(len(masked or ()))},
         lineage=Lineage(source="flywheel", crawl_run=ref.lineage.crawl_run, device=device,
                         synthesizer_model=f"policy:{policy}", prompt_version=ref.lineage.prompt_version,
                         source_ids=[ref.id]),
@@ -230,7 +252,8 @@ def run_flywheel(tasks_path: Path, graph_dir: Path, endpoint_url: str, kind: str
                     if res.success:
                         wins += 1
                         n_success += 1
-                        written.append(success_trajectory(res, ref, policy.name, profile.key))
+                        written.append(success_trajectory(res, ref, policy.name, profile.key,
+                                                          detours(res, locator, goal_state)))
                     else:
                         reasons[res.reason.split(":")[0]] += 1
                         wrong = first_wrong_step(res, locator, goal_state)
