@@ -1,95 +1,196 @@
-"""Synthesis benchmark: crawl the demo app with a fixed budget, synthesize offline, replay every task.
+"""Synthesis benchmark: crawl three apps, probe, synthesize offline, replay every task on a fresh app instance.
 
-Starts its own demo app and chromedriver on free loopback ports, crawls (desktop profile) with the explorers'
-crawler, runs ``run_synthesis`` with the offline backend, then replays every synthesized task on a fresh
-Chromium session. Prints progress lines, then ``BENCH`` lines; the last two are
+For the bundled demo app, TiddlyWiki (npm) and I Hate Money (PyPI) — each started by this script on free
+loopback ports, each with its reset hook so every crawl episode and every replay starts from the seed — it
+crawls with a fixed budget (desktop profile), probes the plans' shortcuts and list items on the device, times
+offline synthesis alone, then replays every task (goal predicate checked at the last step, overshoot failing).
+Prints per app and overall:
 
-    BENCH executability=<replayed / tried>      (goal >= 0.9)
-    BENCH tasks_per_minute=<tasks synthesized per minute of synthesis, replay excluded>
+    BENCH alignment=<trajectories whose goal is reached exactly at the last step, with a terminal step and no
+                     untried shortcut (no shorter verified path) / trajectories>     (goal >= 0.9)
+    BENCH executability=<replayed / trajectories>                                  (goal >= 0.95)
+    BENCH task_diversity=<distinct task strings / trajectories>                    (goal >= 0.8)
+    BENCH hindsight_rate=<steps whose reasoning names text only the next screen shows / steps>  (goal 0)
+    BENCH terminal_rate=<trajectories ending with done/answer / trajectories>     (goal 1.0)
+    BENCH tasks_per_minute=<tasks per minute of offline synthesis, probing and replay excluded>
 
-Usage: ``python benchmarks/eval_synth.py [--steps 80] [--walks 10] [--max-len 12] [--keep DIR]``
+and 10 random tasks with their steps and reasoning, so a reader can judge them.
+
+Usage: ``python benchmarks/eval_synth.py [--steps 80] [--apps demo,tiddlywiki,ihatemoney] [--keep DIR]``
 """
 
 from __future__ import annotations
 
 import argparse
+import random
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from explorers.demo_app.crawl_config import login_script  # noqa: E402
-
-LOGIN = login_script()
+APPS = ("demo", "tiddlywiki", "ihatemoney")
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--steps", type=int, default=80, help="crawl budget (actions)")
-    ap.add_argument("--walks", type=int, default=10, help="random walks per graph")
-    ap.add_argument("--max-len", type=int, default=12, help="longest path synthesized (steps)")
-    ap.add_argument("--keep", type=Path, default=None, help="keep the graph and outputs in this directory")
-    args = ap.parse_args()
+@contextmanager
+def served(name: str, work: Path) -> Iterator[dict[str, Any]]:
+    """Start one app and yield its crawl-config ``apps[]`` entry (with its reset hook)."""
+    from explorers.demo_app.crawl_config import app_config
+    from tests import servers, thirdparty
 
+    if name == "demo":
+        proc = servers.start_demo_app(sys.executable, log_dir=work)
+        entry = app_config(proc.url, fresh_start=True, form_values={"title": "Packing list for Lisbon",
+                                                                    "body": "Passport, charger, sunscreen"})
+        entry["reset"] = {"url": proc.url + "/__demo/reset-data"}
+    elif name == "tiddlywiki":
+        wiki = work / "wiki"
+        proc = thirdparty.start_tiddlywiki(wiki, log_dir=work)
+        entry = {**thirdparty.tiddlywiki_app(proc.url), "fresh_start": True,
+                 "reset": thirdparty.tiddlywiki_reset(proc.url, wiki)}
+    else:
+        data = work / "ihm"
+        proc = thirdparty.start_ihatemoney(data, log_dir=work)
+        entry = {**thirdparty.ihatemoney_app(proc.url), "fresh_start": True,
+                 "reset": thirdparty.ihatemoney_reset(data)}
+    try:
+        yield entry
+    finally:
+        proc.stop()
+
+
+def hindsight_steps(trajs: list[Any]) -> tuple[int, int, list[str]]:
+    """(steps naming after-only text, steps with a next screen, examples) — recomputed from the records."""
+    from pipelines.synthesis.verify.hindsight import after_only, leaks
+
+    bad = total = 0
+    examples: list[str] = []
+    for t in trajs:
+        for k, s in enumerate(t.steps[:-1]):
+            nxt = t.steps[k + 1].observation
+            known = [t.task.instruction, *(p.instruction for p in t.steps[:k])]
+            hits = leaks(s.reasoning or "", after_only(s.observation, nxt, known))
+            total += 1
+            if hits:
+                bad += 1
+                examples.append(f"{t.task.instruction} / step {k}: {hits}")
+    return bad, total, examples
+
+
+def metrics(trajs: list[Any]) -> dict[str, float]:
+    from schemas import ActionType, Verification
+
+    n = len(trajs) or 1
+    terminal = [t for t in trajs if ActionType(t.steps[-1].action.type) in (ActionType.DONE, ActionType.ANSWER)]
+    replayed = [t for t in trajs if t.verification == Verification.REPLAYED]
+    aligned = [t for t in replayed if t in terminal and t.scores.get("unprobed_shortcuts", 0) == 0]
+    bad, total, _ = hindsight_steps(trajs)
+    return {
+        "alignment": len(aligned) / n,
+        "executability": len(replayed) / n,
+        "task_diversity": len({t.task.instruction for t in trajs}) / n,
+        "hindsight_rate": bad / max(total, 1),
+        "terminal_rate": len(terminal) / n,
+        "trajectories": float(len(trajs)),
+    }
+
+
+def run_app(name: str, work: Path, driver_url: str, steps: int) -> tuple[list[Any], float, dict[str, Any]]:
     from explorers.config import parse_config
     from explorers.crawler import Crawler
     from explorers.profiles import VIEWPORTS, Profile
     from explorers.sessions import EndpointSpec
     from explorers.store import GraphStore
     from pipelines.synthesis.accounting import Usage
-    from pipelines.synthesis.backends.offline import OfflineBackend
-    from pipelines.synthesis.paths import PathConfig
-    from pipelines.synthesis.prompts import load_prompts
-    from pipelines.synthesis.runner import SynthConfig, run_synthesis
+    from pipelines.synthesis.factory import make_backend
+    from pipelines.synthesis.graph_input import load_graphs
+    from pipelines.synthesis.probe import CrawlProber
+    from pipelines.synthesis.runner import SynthConfig, probe_graphs, run_synthesis
     from pipelines.synthesis.verify.replay import ExplorerReplayer
-    from tests import servers
 
-    work = args.keep or Path(tempfile.mkdtemp(prefix="trajforge-eval-synth-"))
-    work.mkdir(parents=True, exist_ok=True)
-    app = servers.start_demo_app(sys.executable, log_dir=work)
-    driver = servers.start_chromedriver(log_dir=work)
-    try:
+    with served(name, work) as entry:
         cfg = parse_config({
-            "run_id": "eval-synth", "output": str(work / "graph"),
-            "devices": [{"name": "d0", "url": driver.url, "kind": "chromedriver"}],
-            "apps": [{"id": "demo-notes", "entry": app.url + "/", "login": LOGIN}],
-            "budget": {"max_steps": args.steps, "max_seconds": 900, "max_restarts": 20},
+            "run_id": f"eval-{name}", "output": str(work / "graph"),
+            "devices": [{"name": "d0", "url": driver_url, "kind": "chromedriver"}],
+            "apps": [entry], "budget": {"max_steps": steps, "max_seconds": 1800, "max_restarts": 40},
         })
         t0 = time.monotonic()
-        stats = Crawler(cfg, cfg.apps[0], Profile(VIEWPORTS["desktop"]), EndpointSpec("d0", driver.url)).run()
-        GraphStore(work / "graph", "demo-notes").export()
-        crawl_s = time.monotonic() - t0
-        print(f"crawl: {stats.steps} steps, {stats.states} states in {crawl_s:.1f}s ({stats.stopped})", flush=True)
-
-        config = SynthConfig(paths=PathConfig(walks=args.walks, max_len=args.max_len))
+        stats = Crawler(cfg, cfg.apps[0], Profile(VIEWPORTS["desktop"]), EndpointSpec("d0", driver_url)).run()
+        GraphStore(work / "graph", cfg.apps[0].id).export()
+        print(f"[{name}] crawl: {stats.steps} steps, {stats.states} states in {time.monotonic() - t0:.0f}s "
+              f"({stats.stopped})", flush=True)
+        apps = {a.id: a for a in cfg.apps}
         t0 = time.monotonic()
-        report = run_synthesis(work / "graph", work / "synth", OfflineBackend(load_prompts()), config, usage=Usage())
+        _, probes = probe_graphs(work / "graph", load_graphs(work / "graph"), CrawlProber(cfg))
+        print(f"[{name}] probes: {probes} in {time.monotonic() - t0:.0f}s", flush=True)
+        config = SynthConfig()
+        t0 = time.monotonic()
+        report = run_synthesis(work / "graph", work / "synth", make_backend("offline"), config, usage=Usage(),
+                               cache_dir=work / "cache-timing")
         synth_s = time.monotonic() - t0
-        tasks = len(report.trajectories)
-        print(f"synthesis: {report.summary['paths']} paths -> {tasks} tasks, {report.summary['rejects']} rejects "
-              f"in {synth_s:.2f}s", flush=True)
-
-        replayer = ExplorerReplayer(driver.url, apps={a.id: a for a in cfg.apps})
+        print(f"[{name}] synthesis: {report.summary['plans']} plans -> {len(report.trajectories)} tasks, "
+              f"{report.summary['rejects']} rejects {report.summary['rejects_by_reason']} in {synth_s:.2f}s",
+              flush=True)
         t0 = time.monotonic()
-        report = run_synthesis(work / "graph", work / "synth", OfflineBackend(load_prompts()), config,
-                               usage=Usage(), replay=replayer)  # cached calls: this pass is the replay
-        replay_s = time.monotonic() - t0
-        app_summary = report.summary["apps"].get("demo-notes", {})
-        print(f"replay: {app_summary.get('replayed', 0)}/{tasks} reached their target state in {replay_s:.1f}s; "
-              f"failures {report.summary.get('replay_failures', {})}", flush=True)
-        accepted = sum(len(s.accepted_actions) for t in report.trajectories for s in t.steps)
-        executability = app_summary.get("executability") or 0.0
-        print(f"BENCH crawl_seconds={crawl_s:.1f}")
-        print(f"BENCH replay_seconds={replay_s:.1f}")
-        print(f"BENCH accepted_alternatives={accepted}")
-        print(f"BENCH executability={executability:.3f}")
-        print(f"BENCH tasks_per_minute={tasks / max(synth_s, 1e-9) * 60:.0f}")
-    finally:
-        driver.stop()
-        app.stop()
+        replayer = ExplorerReplayer(driver_url, apps=apps)
+        report = run_synthesis(work / "graph", work / "synth", make_backend("offline"), config, usage=Usage(),
+                               replay=replayer)
+        print(f"[{name}] replay: {report.summary['apps']} in {time.monotonic() - t0:.0f}s; failures "
+              f"{report.summary.get('replay_failures', {})}", flush=True)
+        return report.trajectories, synth_s, report.summary
+
+
+def show(t: Any) -> str:
+    lines = [f"- [{t.app_id} · {t.task.goal.kind if t.task.goal else '?'} · {t.verification}] {t.task.instruction}"]
+    for s in t.steps:
+        lines.append(f"    {s.index}. {s.instruction}  —  {s.reasoning}")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--steps", type=int, default=80, help="crawl budget per app (actions)")
+    ap.add_argument("--apps", default=",".join(APPS), help=f"comma-separated subset of {', '.join(APPS)}")
+    ap.add_argument("--keep", type=Path, default=None, help="keep graphs and outputs in this directory")
+    ap.add_argument("--examples", type=int, default=10, help="random tasks printed with their steps")
+    args = ap.parse_args()
+    from tests import servers
+
+    names = [a.strip() for a in args.apps.split(",") if a.strip()]
+    unknown = sorted(set(names) - set(APPS))
+    if unknown:
+        raise SystemExit(f"unknown app(s) {', '.join(unknown)}; choose from {', '.join(APPS)}")
+    work = args.keep or Path(tempfile.mkdtemp(prefix="trajforge-eval-synth-"))
+    work.mkdir(parents=True, exist_ok=True)
+    everything: list[Any] = []
+    synth_seconds = 0.0
+    with ExitStack() as stack:
+        driver = servers.start_chromedriver(log_dir=work)
+        stack.callback(driver.stop)
+        for name in names:
+            trajs, secs, _ = run_app(name, work / name, driver.url, args.steps)
+            base = [t for t in trajs if not t.scores.get("recovery")]
+            everything += base
+            synth_seconds += secs
+            for key, value in metrics(base).items():
+                print(f"BENCH {key}_{name}={value:.3f}")
+    rng = random.Random(0)
+    print(f"\n{min(args.examples, len(everything))} random tasks:")
+    for t in rng.sample(everything, min(args.examples, len(everything))):
+        print(show(t))
+    _, _, leaks = hindsight_steps(everything)
+    if leaks:
+        print("hindsight:", *leaks[:10], sep="\n  ")
+    print()
+    overall = metrics(everything)
+    for key in ("alignment", "executability", "task_diversity", "hindsight_rate", "terminal_rate"):
+        print(f"BENCH {key}={overall[key]:.3f}")
+    print(f"BENCH tasks_per_minute={len(everything) / max(synth_seconds, 1e-9) * 60:.0f}")
 
 
 if __name__ == "__main__":

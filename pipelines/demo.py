@@ -135,14 +135,14 @@ def _draw_graph(graph_dir: Path) -> None:
 
 def _synthesize(out: Path, driver_url: str, cfg: Any) -> Any:
     from pipelines.synthesis.factory import make_backend
-    from pipelines.synthesis.probe import Prober
+    from pipelines.synthesis.probe import CrawlProber
     from pipelines.synthesis.runner import run_synthesis
     from pipelines.synthesis.verify.replay import ExplorerReplayer
 
     backend = make_backend("offline")
     apps = {a.id: a for a in cfg.apps}
     replay = ExplorerReplayer(driver_url, "chromedriver", apps=apps)
-    prober = Prober(driver_url, "chromedriver", apps=apps)
+    prober = CrawlProber(cfg)
     try:
         return run_synthesis(out / "graph", out / "synth", backend, replay=replay, prober=prober)
     finally:

@@ -136,7 +136,28 @@ def start_tiddlywiki(wiki_dir: Path, *, log_dir: Path | None = None) -> ManagedP
     port = free_port()
     proc = start_process("tiddlywiki", [node, str(js), str(wiki_dir), "--listen", f"port={port}", f"host={LOOPBACK}"],
                          log_dir=log_dir)
-    return _started(proc, f"http://{LOOPBACK}:{port}", "/status")
+    proc = _started(proc, f"http://{LOOPBACK}:{port}", "/status")
+    # What the seeded wiki holds, for its reset hook (tests/app_resets.py) to restore before every episode.
+    subprocess.run([sys.executable, str(APP_RESETS), "snapshot-tiddlywiki", proc.url, str(snapshot_of(wiki_dir))],
+                   check=True, timeout=60)
+    return proc
+
+
+APP_RESETS = Path(__file__).resolve().parent / "app_resets.py"
+
+
+def snapshot_of(wiki_dir: Path) -> Path:
+    return wiki_dir / "seed-snapshot.json"
+
+
+def tiddlywiki_reset(url: str, wiki_dir: Path) -> dict[str, Any]:
+    """The crawl config's ``reset`` for a wiki started by ``start_tiddlywiki``."""
+    return {"command": [sys.executable, str(APP_RESETS), "tiddlywiki", url, str(snapshot_of(wiki_dir))]}
+
+
+def ihatemoney_reset(data_dir: Path) -> dict[str, Any]:
+    """The crawl config's ``reset`` for I Hate Money started by ``start_ihatemoney`` (its demo project dropped)."""
+    return {"command": [sys.executable, str(APP_RESETS), "ihatemoney", str(data_dir / "ihatemoney.db")]}
 
 
 def tiddler_titles(url: str) -> set[str]:

@@ -64,9 +64,10 @@ def register(app: typer.Typer) -> None:
         replay_url: str | None = typer.Option(None, help="WebDriver endpoint (chromedriver/Appium) to replay every "
                                                          "task on; omit to skip replay verification."),
         replay_kind: str = typer.Option("chromedriver", help="Endpoint kind for --replay-url."),
-        probe: bool = typer.Option(True, help="With --replay-url: first try, on that device, the untried controls "
-                                              "that may shorten a task's route and the unopened items of its lists, "
-                                              "and add what they do to the graph (written under GRAPH/<app>/probes)."),
+        probe: bool = typer.Option(True, help="With --replay-url and --crawl-config: first try, on the crawl's "
+                                              "device, the untried controls that may shorten a task's route and the "
+                                              "unopened items of its lists, and add what they do to the graph "
+                                              "(explorers.probe: recorded as crawl steps)."),
         max_probes: int = typer.Option(40, min=0, help="Most probes per app graph and round."),
         crawl_config: Path | None = typer.Option(None, exists=True, dir_okay=False,
                                                  help="The crawl's YAML config: replay starts each app like the "
@@ -136,9 +137,14 @@ def register(app: typer.Typer) -> None:
             replay = ExplorerReplayer(replay_url, replay_kind, apps=apps, progress_console=console)
         prober = None
         if replay_url and probe and max_probes:
-            from pipelines.synthesis.probe import Prober
+            if crawl_config is None:
+                console.print("note: shortcut probing needs --crawl-config (the crawl's devices, login and "
+                              "deny-list); tasks are planned on the graph as crawled", markup=False)
+            else:
+                from explorers.config import load_config
+                from pipelines.synthesis.probe import CrawlProber
 
-            prober = Prober(replay_url, replay_kind, apps=apps, max_probes=max_probes)
+                prober = CrawlProber(load_config(crawl_config), max_probes=max_probes)
         extra = None
         if recovery:
             from pipelines.synthesis.recovery import recovery_trajectories

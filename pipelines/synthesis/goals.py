@@ -46,11 +46,12 @@ from pipelines.synthesis.screens import (
     has_dialog,
     heading,
     location_path,
+    new_headings,
     noun_from_heading,
     siblings,
     texts_in,
 )
-from schemas import Action, ActionType, Goal, GoalKind, Observation, Transition
+from schemas import Action, ActionType, Element, Goal, GoalKind, Observation, Transition
 from schemas.base import stable_id
 
 MAX_PLAN_STEPS = 14
@@ -112,12 +113,13 @@ class GoalFacts:
     dialog: bool = False  # the goal is an overlay (a dialog, a menu panel) over the screen it opened on
     is_form: bool = False  # the goal screen is a form to fill in (a screen goal that stops before typing)
     answer_on_list: bool = False  # the answer is read off the list, without opening the item
+    tab: bool = False  # the goal is a tab of the screen it is on (named by the tab's label)
 
     def as_payload(self) -> dict[str, object]:
         return {"target": self.target, "noun": self.noun, "item": self.item, "form": self.form,
                 "fields": [list(f) for f in self.fields], "choices": [list(c) for c in self.choices],
                 "commit": self.commit, "answer": self.answer, "dialog": self.dialog, "is_form": self.is_form,
-                "answer_on_list": self.answer_on_list}
+                "answer_on_list": self.answer_on_list, "tab": self.tab}
 
 
 @dataclass
@@ -247,22 +249,31 @@ class Planner:
             goal_obs = nav.clean_capture(state)
             if goal_obs is None:
                 continue
-            name = heading(goal_obs) or clip(target_label(g, last))
-            if not name or SKIP_SCREENS.search(name):
-                continue
             hops = nav.path_to(state) or []
             from_obs = g.observation(a.observation_id)
             target = from_obs.element(a.action.target_element_id) if a.action.target_element_id else None
+            named = self._name(from_obs, goal_obs, target)
+            if named is None:
+                continue
+            name, shape = named
+            if SKIP_SCREENS.search(name):
+                continue
             item, noun = _item_of(nav, hops)
             is_item = target is not None and item and clip(target.label) == item
-            overlay = has_dialog(goal_obs) or (target is not None and target.role == "button"
-                                               and location_path(goal_obs) == location_path(from_obs))
-            fam = self._family(goal_obs, f"{name}\x1f{item}" if overlay else "")
+            overlay = shape == "overlay"
+            if overlay and item and ("overlay", f"{name}\x1f", True) in families:
+                continue  # the menu opened over an item's page is the same menu as over the list
+            if shape == "tab":
+                fam = ("tab", name, bool(item))
+            else:
+                fam = self._family(goal_obs, f"{name}\x1f{item}" if overlay else "")
+                if not overlay and fam[1] != name:
+                    fam = (fam[0], name, fam[2])
             if fam in families or (overlay and self._family(goal_obs, f"{name}\x1f") in families):
                 continue  # a farther state of a goal already planned (BFS order: the nearest comes first)
             families.add(fam)
             facts = GoalFacts(target=item if is_item else name, noun=noun, item="" if is_item else item,
-                              dialog=bool(overlay),
+                              dialog=bool(overlay), tab=shape == "tab",
                               is_form=bool(CREATE_WORDS.search(name) or EDIT_WORDS.search(name))
                               and any(e.editable and e.visible for e in goal_obs.elements))
             kind = GoalKind.ITEM if is_item else GoalKind.SCREEN
@@ -286,6 +297,32 @@ class Planner:
                                  answer=answer, summary=f"answer: {item}")
                     plans.append(GoalPlan(g.app_id, agoal, afacts, [*steps, _terminal(where, answer)]))
         return plans
+
+    def _name(self, before: Observation, after: Observation, target: Element | None) -> tuple[str, str] | None:
+        """What a person calls the screen a tap opened, and its shape (page | tab | overlay), or None when the
+        tap revealed nothing worth asking for (a toggle, a scroll of the same page).
+
+        A page that changed its heading is named by it; on single-page apps (the first heading is the site's
+        title everywhere) the heading that *appeared* names it; a tab is named by its label; a button that
+        opened an overlay without a heading (a menu drawer) by its own label.
+        """
+        fresh = new_headings(before, after)
+        if has_dialog(after) and not has_dialog(before):
+            name = heading(after) or (clip(target.label) if target is not None else "")
+            return (name, "overlay") if name else None
+        if target is not None and target.role == "tab":
+            return clip(target.label), "tab"
+        if location_path(after) != location_path(before):
+            name = heading(after) or (fresh[0] if fresh else "") or (clip(target.label) if target is not None else "")
+            return (name, "page") if name else None
+        if fresh:  # the same page with something new opened in it (a tiddler, a section): named by that
+            return fresh[0], "page"
+        if target is not None and target.role == "button":
+            grown = sum(e.clickable and e.visible for e in after.elements) - sum(
+                e.clickable and e.visible for e in before.elements)
+            if grown >= 3:  # a menu or a panel full of controls opened in place
+                return clip(target.label), "overlay"
+        return None
 
     # --- forms: create, edit, settings -------------------------------------------------------------------
 

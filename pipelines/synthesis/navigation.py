@@ -59,11 +59,32 @@ def target_role(graph: AppGraph, edge: Transition) -> str:
 
 
 def is_commit(graph: AppGraph, edge: Transition) -> bool:
-    """Whether an edge submits something: a control labelled save / submit / create …, or Enter."""
+    """Whether an edge submits something: Enter, or a control labelled save / submit / create … on a screen
+    that shows a form (a visible field or option). "Add a new bill" on a list only opens the form."""
     t = ActionType(edge.action.type)
     if t is ActionType.KEY:
         return (edge.action.key or "").lower() == "enter"
-    return t is ActionType.CLICK and bool(COMMIT_WORDS.search(target_label(graph, edge)))
+    if t is not ActionType.CLICK or not COMMIT_WORDS.search(target_label(graph, edge)):
+        return False
+    obs = graph.observations.get(edge.from_observation_id)
+    if obs is None:
+        return True
+    after = graph.observations.get(edge.to_observation_id)
+    if after is not None and _fields(after) > _fields(obs):
+        return False  # "Add a new bill" opened a form: an opener, not a submit
+    el = obs.element(edge.action.target_element_id) if edge.action.target_element_id else None
+    form = FORM_RE.match(el.path) if el is not None and el.path else None
+    if form:  # a submit belongs to the form whose fields it sends
+        prefix = form.group(1)
+        return any(e.visible and (e.editable or e.checkable) and e.path.startswith(prefix) for e in obs.elements)
+    return _fields(obs) > 0
+
+
+FORM_RE = re.compile(r"^(.*\bform\[\d+\]/)")
+
+
+def _fields(obs: Observation) -> int:
+    return sum(e.visible and (e.editable or e.checkable) for e in obs.elements)
 
 
 def is_choice(graph: AppGraph, edge: Transition) -> bool:
@@ -91,8 +112,15 @@ class Pollution:
         return cls({t for t in typed if len(t) >= MIN_TYPED_CHARS})
 
     def contains_typed(self, text: str, allowed: frozenset[str] = frozenset()) -> bool:
+        """Whether ``text`` shows something the crawler typed: the whole value, or — for values distinctive
+        enough to be nobody else's text (two words or more) — the value inside a longer text. A one-word
+        search term ("notes") is only pollution where it stands alone, not in "All notes"."""
         norm = " ".join(text.split()).lower()
-        return any(t.lower() in norm for t in self.typed - allowed)
+        for t in self.typed - allowed:
+            v = t.lower()
+            if norm == v or (len(v.split()) >= 2 and v in norm):
+                return True
+        return False
 
     def clean(self, obs: Observation, allowed: frozenset[str] = frozenset()) -> bool:
         """No visible element shows crawler-typed text (other than ``allowed``, a task's own values)."""
@@ -221,7 +249,7 @@ def form_session(graph: AppGraph, commit: Transition, chain: list[Transition]) -
 
     Walks the timeline back from the commit while the previous transition ends on the capture the next one
     started from (one unbroken visit) and fills the form (typing, selecting, choosing an option) on the same
-    page; the visit's first state is where a task's navigation must arrive. Fields typed twice keep their last
+    page; the state the first fill started from is where a task's navigation must arrive. Fields typed twice keep their last
     value. None when the visit is broken (a restart in the middle) or the commit itself is the arrival.
     """
     try:
@@ -238,10 +266,10 @@ def form_session(graph: AppGraph, commit: Transition, chain: list[Transition]) -
         if prev.to_observation_id != expect:
             break  # the crawler restarted or jumped: the visit began at ``expect``
         prev_place = location_path(graph.observation(prev.from_observation_id))
-        if prev_place != place:
-            break  # ``prev`` is the arrival on the form page
-        if not is_fill(graph, prev) or prev.error:
-            return None  # something else happened on the form (a dialog, a failed submit): not a clean session
+        if prev_place != place or not is_fill(graph, prev):
+            break  # ``prev`` brought the form up (a page load, a button opening a dialog): the visit starts after it
+        if prev.error:
+            return None  # a fill that failed: the crawler's form is not in the state the fills describe
         fills.append(prev)
         start = prev.from_state
         expect = prev.from_observation_id

@@ -322,17 +322,11 @@ def finish_run(out: Path, loaded: GraphLoad, backend: BackendInfo, trajs: list[T
     return RunReport(trajs, rejects, summary, roots)
 
 
+# (graph, the graph directory holding <app_id>/) -> what was found: {"edges": n, "new_states": n, ...}
 Prober = Callable[[AppGraph, Path], dict[str, Any]]
 
 
-def app_dir_of(graph_dir: Path, graph: AppGraph) -> Path:
-    """Where an app's graph records live (probe records are written beside them)."""
-    if graph.blob_root is not None and graph.blob_root.name == "blobs" and graph.blob_root.parent != graph_dir:
-        return graph.blob_root.parent
-    return graph_dir / graph.app_id
-
-
-def probe_graphs(graph_dir: str | Path, loaded: GraphLoad, prober: Prober, rounds: int = 2) -> tuple[GraphLoad,
+def probe_graphs(graph_dir: str | Path, loaded: GraphLoad, prober: Prober, rounds: int = 3) -> tuple[GraphLoad,
                                                                                                       dict[str, Any]]:
     """Probe every graph's shortcuts and list siblings (``probe``), reloading until nothing new is found."""
     root = Path(graph_dir)
@@ -340,7 +334,7 @@ def probe_graphs(graph_dir: str | Path, loaded: GraphLoad, prober: Prober, round
     for _ in range(rounds):
         found = 0
         for key, graph in loaded.graphs.items():
-            report = prober(graph, app_dir_of(root, graph))
+            report = prober(graph, root)
             reports.setdefault(key, []).append(report)
             found += int(report.get("edges", 0)) + int(report.get("new_states", 0))
         if not found:
@@ -357,7 +351,7 @@ def run_synthesis(graph_dir: str | Path, out_dir: str | Path, backend: Backend, 
                   prober: Prober | None = None) -> RunReport:
     """Synthesize every app under ``graph_dir`` into ``out_dir``; returns the records and the summary.
 
-    ``prober`` (``probe.Prober``, on a device) first tries the plans' unprobed shortcuts and unopened list
+    ``prober`` (``probe.CrawlProber``, on a device) first tries the plans' unprobed shortcuts and unopened list
     items and adds what it finds to the graph directory, so plans are built on the richer graph.
     ``progress(name, total)`` is called once with the number of call lookups the run will make (so a bar has
     a real total) and returns the function that is ticked as they complete.

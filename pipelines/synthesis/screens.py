@@ -54,6 +54,21 @@ def heading(obs: Observation) -> str:
     return clip(headings[0].text) if headings else ""
 
 
+def headings(obs: Observation) -> list[str]:
+    """Every visible, usable heading of the screen, in document order."""
+    return [clip(e.text) for e in obs.elements if e.role in HEADING_ROLES and e.visible and _usable_name(e.text)]
+
+
+def new_headings(before: Observation, after: Observation) -> list[str]:
+    """Headings ``after`` shows that ``before`` did not: what an action opened (a page, a tiddler, a panel).
+
+    On a single-page app the first heading is often the site's title on every screen; what a tap revealed
+    is the heading that appeared.
+    """
+    old = set(headings(before))
+    return [h for h in headings(after) if h not in old]
+
+
 def has_dialog(obs: Observation) -> bool:
     return any(e.role in DIALOG_ROLES and e.visible for e in obs.elements)
 
@@ -105,10 +120,32 @@ def find_element(obs: Observation, key: ElementKey, nth: int = 0) -> Element | N
     return matches[nth] if nth < len(matches) else None
 
 
+INDEX_RE = re.compile(r"\[\d+\]")
+CHROME_PATH = re.compile(r"(^|/)(nav|header|footer|aside|menu)\[", re.IGNORECASE)
+
+
+def _list_slot(el: Element) -> str:
+    """The element's place in a repeated structure: its DOM path with sibling positions removed."""
+    return INDEX_RE.sub("", el.path)
+
+
 def siblings(obs: Observation, el: Element) -> list[Element]:
-    """Other elements of the same kind in the same list (same role and resource id, different label)."""
-    return [e for e in obs.elements if e.id != el.id and e.role == el.role and e.resource_id == el.resource_id
-            and e.resource_id and e.label != el.label and e.visible]
+    """Other items of the same list: same role and resource id (or, without ids, the same repeated DOM slot,
+    differing only in sibling positions), different label."""
+    if el.role not in ("link", "listitem", "button", "cell", "row", "option", "menuitem"):
+        return []
+    out = []
+    for e in obs.elements:
+        if e.id == el.id or e.role != el.role or e.label == el.label or not e.visible or not e.label:
+            continue
+        if el.resource_id:
+            same = e.resource_id == el.resource_id
+        else:  # positional lists only in the page's content: a navigation bar is a row of links, not items
+            same = (not e.resource_id and bool(el.path) and not CHROME_PATH.search(el.path)
+                    and _list_slot(e) == _list_slot(el) and e.path != el.path)
+        if same:
+            out.append(e)
+    return out
 
 
 def group_label(obs: Observation, el: Element) -> str:
@@ -138,19 +175,21 @@ def gloss(label: str, language: str) -> str:
     return glossed if native_cjk and not gloss_cjk else native
 
 
-def noun_from_heading(text: str) -> str:
-    """The kind of item a list holds, from its heading: "All notes" → "note", "Your contacts" → "contact"."""
+def noun_from_heading(text: str, plural: bool = True) -> str:
+    """The kind of item a heading is about: a list's plural ("All notes" → "note", "Your contacts" →
+    "contact"), or with ``plural=False`` a form's singular too ("New note" → "note")."""
     words = re.findall(r"[A-Za-z]+", text)
     if not words:
         return ""
     word = words[-1].lower()
-    if len(word) < 3 or word in {"all", "list", "home", "overview", "dashboard"}:
+    if len(word) < 4 or word in {"all", "list", "home", "overview", "dashboard", "news", "settings", "status"}:
         return ""
     if word.endswith("ies") and len(word) > 4:
         return word[:-3] + "y"
     if word.endswith("s") and not word.endswith("ss"):
         return word[:-1]
-    return word
+    # A list's heading names its items in the plural ("All notes"); a site title ("My TiddlyWiki") is no noun.
+    return "" if plural else word
 
 
 def texts_in(needles: Iterable[str], obs: Observation) -> list[str]:

@@ -25,6 +25,8 @@ from pipelines.synthesis.calls import Call
 from pipelines.synthesis.prompts import PromptSet
 from pipelines.synthesis.screens import gloss, noun_from_heading
 
+DOUBLE_STOP = re.compile(r"([.!?。！？])”[.。]")  # a quoted sentence already ends the sentence: “… beans.”.
+
 
 def _pick(options: list[str] | str, *seed: object) -> str:
     if isinstance(options, str):
@@ -57,7 +59,7 @@ class OfflineBackend(Backend):
     # --- the goal, in words ------------------------------------------------------------------------------
 
     def _noun(self, lang: str, goal: dict[str, Any]) -> str:
-        noun = goal.get("noun") or noun_from_heading(goal.get("form") or "")
+        noun = goal.get("noun") or noun_from_heading(goal.get("form") or "", plural=False)
         if lang == "zh":
             return "" if noun and noun.isascii() else noun
         return noun or self.phrases["task"][lang]["noun"]
@@ -89,7 +91,11 @@ class OfflineBackend(Backend):
     def _shape(self, goal: dict[str, Any]) -> str:
         """Which phrasing family a goal takes: its kind, refined (a dialog, an item's screen, a plain rename)."""
         kind = goal["kind"]
+        if kind in ("item", "answer") and not goal.get("noun"):
+            return f"{kind}_bare"
         if kind == "screen":
+            if goal.get("tab"):
+                return "tab_of_item" if goal.get("item") else "tab"
             if goal.get("is_form") and not goal.get("dialog") and not goal.get("item"):
                 return "form"
             base = "dialog" if goal.get("dialog") else "screen"
@@ -188,8 +194,9 @@ class OfflineBackend(Backend):
             "screen": payload["screen"].get("screen") or "",
         }
         if role == "navigate":
-            if goal["kind"] in ("item", "answer", "edit") and label and label == (goal.get("item") or goal.get(
-                    "target")) and target.get("role") == "link":
+            opens_item = label and target.get("role") == "link" and (
+                label == goal.get("item") or (goal["kind"] in ("item", "answer") and label == goal.get("target")))
+            if opens_item:
                 family = "navigate_item"
             elif payload.get("last_navigation"):
                 family = "navigate_form" if goal["kind"] in ("create", "edit", "setting") else "navigate_final"
@@ -205,10 +212,11 @@ class OfflineBackend(Backend):
             text = _pick(r["answer_list" if goal.get("answer_on_list") else "answer"], seed).format(**fmt)
         else:  # finish
             kind = self._shape(goal) if goal["kind"] == "screen" else goal["kind"]
-            kind = {"dialog_of_item": "dialog", "screen_of_item": "screen"}.get(kind, kind)
+            kind = {"dialog_of_item": "dialog", "screen_of_item": "screen", "tab_of_item": "tab"}.get(kind, kind)
+            kind = {"item_bare": "item"}.get(kind, kind)
             kind = kind if kind in r["finish"] else "screen"
             text = _pick(r["finish"][kind], seed).format(**fmt)
-        return " ".join(text.split())
+        return DOUBLE_STOP.sub(r"\1”", " ".join(text.split()))
 
     def step_text(self, payload: dict[str, Any]) -> str:
         instruction = self.instruction(payload)

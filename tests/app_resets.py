@@ -1,0 +1,89 @@
+"""Reset hooks for the third-party test apps: bring their server-side data back to the seed (stdlib only).
+
+A crawl config's ``reset: {command: [...]}`` runs this file as a plain script before every crawl episode and
+every replayed task (``explorers.reset``), so it imports nothing from the project and runs from any directory:
+
+    python tests/app_resets.py snapshot-tiddlywiki URL FILE   # once, right after the seeded server started
+    python tests/app_resets.py tiddlywiki URL FILE            # delete what is new, restore what changed
+    python tests/app_resets.py ihatemoney DB_PATH             # drop the demo project; /demo re-creates it
+
+TiddlyWiki keeps tiddlers in its server process, so it is reset through its own HTTP API (what its browser
+client uses, with the ``X-Requested-With`` header its CSRF check wants); I Hate Money re-creates its demo
+project, with its demo bills, on the next visit to ``/demo`` when none exists, so its reset deletes that project.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import sys
+import urllib.parse
+import urllib.request
+
+HEADERS = {"X-Requested-With": "TiddlyWiki", "Content-Type": "application/json"}
+
+
+def _request(method: str, url: str, body: object | None = None) -> bytes:
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(url, data=data, method=method, headers=HEADERS)
+    with urllib.request.urlopen(req, timeout=30) as r:
+        return r.read()
+
+
+def _titles(url: str) -> dict[str, str]:
+    """Every stored tiddler's title → revision."""
+    skinny = json.loads(_request("GET", url + "/recipes/default/tiddlers.json"))
+    return {t["title"]: str(t.get("revision", "")) for t in skinny}
+
+
+def _quoted(title: str) -> str:
+    return urllib.parse.quote(title, safe="")
+
+
+def snapshot_tiddlywiki(url: str, path: str) -> None:
+    full = {}
+    for title in _titles(url):
+        full[title] = json.loads(_request("GET", f"{url}/recipes/default/tiddlers/{_quoted(title)}"))
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(full, f)
+
+
+def reset_tiddlywiki(url: str, path: str) -> None:
+    with open(path, encoding="utf-8") as f:
+        seed: dict[str, dict] = json.load(f)
+    now = _titles(url)
+    for title in now:
+        if title not in seed:
+            _request("DELETE", f"{url}/bags/default/tiddlers/{_quoted(title)}")
+    for title, tiddler in seed.items():
+        if now.get(title) != str(tiddler.get("revision", "")):
+            fields = {k: v for k, v in tiddler.items() if k not in ("revision", "bag")}
+            _request("PUT", f"{url}/recipes/default/tiddlers/{_quoted(title)}", fields)
+
+
+def reset_ihatemoney(db_path: str) -> None:
+    con = sqlite3.connect(db_path, timeout=30)
+    try:
+        with con:
+            con.execute("DELETE FROM billowers WHERE bill_id IN (SELECT b.id FROM bill b JOIN person p "
+                        "ON b.payer_id = p.id WHERE p.project_id = 'demo')")
+            con.execute("DELETE FROM bill WHERE payer_id IN (SELECT id FROM person WHERE project_id = 'demo')")
+            con.execute("DELETE FROM person WHERE project_id = 'demo'")
+            con.execute("DELETE FROM project WHERE id = 'demo'")
+    finally:
+        con.close()
+
+
+def main(argv: list[str]) -> int:
+    commands = {"snapshot-tiddlywiki": (snapshot_tiddlywiki, 2), "tiddlywiki": (reset_tiddlywiki, 2),
+                "ihatemoney": (reset_ihatemoney, 1)}
+    if len(argv) < 2 or argv[1] not in commands or len(argv) - 2 != commands[argv[1]][1]:
+        print(__doc__, file=sys.stderr)
+        return 2
+    fn, _ = commands[argv[1]]
+    fn(*argv[2:])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
