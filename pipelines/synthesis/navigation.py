@@ -249,8 +249,8 @@ def form_session(graph: AppGraph, commit: Transition, chain: list[Transition]) -
 
     Walks the timeline back from the commit while the previous transition ends on the capture the next one
     started from (one unbroken visit) and fills the form (typing, selecting, choosing an option) on the same
-    page; the state the first fill started from is where a task's navigation must arrive. Fields typed twice keep their last
-    value. None when the visit is broken (a restart in the middle) or the commit itself is the arrival.
+    page; the state the first fill started from is where a task's navigation must arrive. Fields typed twice
+    keep their last value. None when the visit is broken (a restart in the middle) or a fill failed.
     """
     try:
         i = chain.index(commit)
