@@ -140,7 +140,9 @@ class GoalPlan:
 
     @property
     def key(self) -> tuple[str, ...]:
-        return (self.kind, *self.edge_ids, self.facts.answer)
+        """What makes a plan itself: its goal and its route (the goal capture tells devices apart even when a
+        plan has no edge at all, like a question answered on the first screen)."""
+        return (self.kind, self.goal.observation_id, *self.edge_ids, self.facts.answer)
 
     @property
     def plan_id(self) -> str:

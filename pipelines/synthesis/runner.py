@@ -309,6 +309,16 @@ def prepare_run(graph_dir: str | Path, out_dir: str | Path, backend: Backend,
 def finish_run(out: Path, loaded: GraphLoad, backend: BackendInfo, trajs: list[Trajectory], rejects: list[Reject],
                n_plans: int, usage: Usage, replay: Replayer | None) -> RunReport:
     """Replay (optional), then write trajectories, rejects and the summary atomically."""
+    seen: set[str] = set()
+    unique: list[Trajectory] = []
+    for t in trajs:  # two plans that collapse to one id would overwrite each other downstream: say so instead
+        if t.id in seen:
+            rejects.append(_reject(t.id, STAGE_PLAN, "duplicate_trajectory_id",
+                                   f"another trajectory of this run has id {t.id} ({t.task.instruction!r})"))
+            continue
+        seen.add(t.id)
+        unique.append(t)
+    trajs = unique
     if replay is not None and trajs:
         trajs = replay(trajs, StateIndex(loaded.graphs.values()))
     write_parquet(trajs, out / "trajectories.parquet", "trajectory")
