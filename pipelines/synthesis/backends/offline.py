@@ -193,7 +193,11 @@ class OfflineBackend(Backend):
             "progress": self._progress(lang, payload),
             "screen": payload["screen"].get("screen") or "",
         }
-        if role == "navigate":
+        gesture = r.get("gesture", {}).get(payload["action"]["action_type"])
+        if role == "navigate" and gesture:
+            value = self._direction(lang, str(payload["action"].get("value") or ""))
+            text = _pick(gesture, seed).format(**{**fmt, "value": value})
+        elif role == "navigate":
             opens_item = label and target.get("role") == "link" and (
                 label == goal.get("item") or (goal["kind"] in ("item", "answer") and label == goal.get("target")))
             if opens_item:
