@@ -115,7 +115,13 @@ class CrawlProber:
     def __call__(self, graph: AppGraph, graph_dir: Path) -> dict[str, Any]:
         from explorers.probe import ProbeRequest, probe_shortcuts
 
-        probes = plan_probes(graph, Planner(graph).plans())[: self.max_probes]
+        everything = plan_probes(graph, Planner(graph).plans())
+        shortcuts = [p for p in everything if p.why == "shortcut"]
+        items = [p for p in everything if p.why == "sibling"]
+        # Both kinds every round: shortcuts make plans minimal, list items make new goals; a long tail of
+        # one must not starve the other.
+        n_items = min(len(items), max(self.max_probes // 3, self.max_probes - len(shortcuts)))
+        probes = shortcuts[: self.max_probes - n_items] + items[:n_items]
         if not probes:
             return {"tried": 0, "edges": 0, "new_states": 0}
         requests = [ProbeRequest(p.state, p.element_id, expect=(p.expected_state,) if p.expected_state else (),
