@@ -24,7 +24,7 @@ def crawl_and_synthesize(root: Path, app_url: str, driver_url: str, crawl_steps:
     from explorers.farm import run_farm
     from pipelines.demo import DemoSettings, crawl_config
     from pipelines.synthesis.factory import make_backend
-    from pipelines.synthesis.probe import Prober
+    from pipelines.synthesis.probe import CrawlProber
     from pipelines.synthesis.runner import run_synthesis
     from pipelines.synthesis.verify.replay import ExplorerReplayer
 
@@ -37,7 +37,7 @@ def crawl_and_synthesize(root: Path, app_url: str, driver_url: str, crawl_steps:
     try:
         run_synthesis(root / "graph", root / "synth", backend,
                       replay=ExplorerReplayer(driver_url, "chromedriver", apps=apps),
-                      prober=Prober(driver_url, "chromedriver", apps=apps))
+                      prober=CrawlProber(cfg))
     finally:
         backend.close()
     return root / "graph", root / "synth" / "trajectories.parquet", apps
