@@ -35,7 +35,7 @@ from explorers.profiles import Profile
 from explorers.reset import run_reset
 from explorers.safety import DEFAULT_CATEGORIES, AuditLog, SafetyGuard, category_patterns, host_allowed
 from explorers.screen import Screen, Widget
-from explorers.scripts import LoginError, ScriptError, presence, run_step, wait_until_shown
+from explorers.scripts import LoginError, ScriptError, log_in, presence, run_step
 from explorers.sessions import EndpointSpec, open_device
 from explorers.settle import SettleConfig
 from explorers.store import GraphStore
@@ -43,7 +43,6 @@ from schemas import Action, ActionType, Observation, Transition
 from schemas.base import stable_id
 
 INPUT_TYPES = {ActionType.TYPE, ActionType.SELECT}
-LOGIN_MARKER_WAIT_S = 3.0  # how long a hidden login marker may take to be shown (a form fading in)
 
 
 @dataclass
@@ -256,27 +255,12 @@ class Crawler:
         device.open(self.app.entry)
         device.settle()
         values = self._values()
-        parts = []
-        login = self.app.login
-        if login:
-            marker = login.when_present.format_map(values)
-            shown = wait_until_shown(device, marker, LOGIN_MARKER_WAIT_S)
-            if shown == "hidden":
-                raise LoginError(
-                    f"login: the when_present element {marker!r} is in the page at {self._url(device)} but hidden, "
-                    "so it is unclear whether the app is logged out; the crawl would run anonymously. Use a "
-                    "selector that matches only when the login form is shown (for example the visible "
-                    "username field).")
-            if shown == "visible":
-                parts.append(self._observe(device.capture(), scripted=True))
-                for step in login.steps:
-                    self.audit.write(worker=self.worker, decision="script", reason="login",
-                                     action=run_step(device, step.filled(values), self.app.entry))
-                if presence(device, marker) == "visible":
-                    raise LoginError(
-                        f"login: after the login steps the when_present element {marker!r} is still shown at "
-                        f"{self._url(device)}; the login did not take (wrong credentials, or a step that missed), "
-                        "and the crawl would run anonymously.")
+        parts: list[dict[str, Any]] = []
+        if self.app.login:
+            log_in(device, self.app.login, values, self.app.entry,
+                   before=lambda: parts.append(self._observe(device.capture(), scripted=True)),
+                   done=lambda what: self.audit.write(worker=self.worker, decision="script", reason="login",
+                                                      action=what))
         for step in self.app.setup:
             self.audit.write(worker=self.worker, decision="script", reason="setup",
                              action=run_step(device, step.filled(values), self.app.entry))

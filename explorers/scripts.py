@@ -7,10 +7,11 @@ centre, typed text), so a scripted login looks to the app exactly like an explor
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urljoin
 
-from explorers.config import ScriptStep
+from explorers.config import LoginConfig, ScriptStep
 from explorers.device import Device
 from schemas import Platform
 
@@ -124,3 +125,45 @@ def run_step(device: Device, step: ScriptStep, base: str) -> str:
 
 def is_present(device: Device, selector: str) -> bool:
     return locate(device, selector) is not None
+
+
+LOGIN_MARKER_WAIT_S = 3.0  # how long a hidden login marker may take to be shown (a form fading in)
+
+
+def _url(device: Device) -> str:
+    try:
+        return str(device.driver.current_url)
+    except Exception:
+        return "(unknown URL)"
+
+
+def log_in(device: Device, login: LoginConfig, values: dict[str, str], base: str,
+           before: Callable[[], None] | None = None, done: Callable[[str], None] | None = None) -> bool:
+    """Run the login script when its marker shows; returns whether it ran. Shared by the crawler and replay, so
+    both start an app the same way and both refuse to go on anonymously.
+
+    A marker that is in the page but stays hidden (after ``LOGIN_MARKER_WAIT_S``), or that is still shown after
+    the steps, is a ``LoginError``. ``before`` runs when the login form is shown (the crawler records that screen);
+    ``done`` gets each step's description (the audit log).
+    """
+    marker = login.when_present.format_map(values)
+    shown = wait_until_shown(device, marker, LOGIN_MARKER_WAIT_S)
+    if shown == "hidden":
+        raise LoginError(
+            f"login: the when_present element {marker!r} is in the page at {_url(device)} but hidden, so it is "
+            "unclear whether the app is logged out; the crawl would run anonymously. Use a selector that matches "
+            "only when the login form is shown (for example the visible username field).")
+    if shown != "visible":
+        return False
+    if before is not None:
+        before()
+    for step in login.steps:
+        what = run_step(device, step.filled(values), base)
+        if done is not None:
+            done(what)
+    if presence(device, marker) == "visible":
+        raise LoginError(
+            f"login: after the login steps the when_present element {marker!r} is still shown at {_url(device)}; "
+            "the login did not take (wrong credentials, or a step that missed), and the crawl would run "
+            "anonymously.")
+    return True

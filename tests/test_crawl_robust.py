@@ -224,3 +224,27 @@ def test_parsed_fields_that_are_not_strings_read_as_empty() -> None:
     assert w.form_action == "" and w.form_method == "" and w.element.text == "Go"
     assert w.options == ["a", "c"] and w.option_labels == ["A", "c"]
     assert w.element.bbox.x2 == 20.0
+
+
+def test_replay_refuses_a_hidden_login_marker_like_the_crawler(chromedriver_url: str, pages_url: str) -> None:
+    """Replay starts an app through the crawler's own login helper: a marker that is in the page but hidden is a
+    ``LoginError``, not a replay that silently runs logged out (and then fails for the wrong reason)."""
+    from explorers.scripts import LoginError
+    from pipelines.synthesis.verify.replay import fresh_start
+
+    cfg = parse_config(_config(Path("unused"), chromedriver_url, [
+        {"id": "hidden-login", "entry": pages_url + "/login-hidden",
+         "login": {"when_present": "[name=pass]", "steps": [{"type": "[name=pass]", "text": "x"}]}}], 5))
+    profile = Profile(VIEWPORTS["desktop"])
+    device = open_device(EndpointSpec("d0", chromedriver_url), profile)
+    try:
+        with pytest.raises(LoginError, match=r"'\[name=pass\]'.*hidden"):
+            fresh_start(cfg.apps[0], pages_url + "/login-hidden", "web", profile)(device)
+        # The same helper with a visible marker logs in and says so (the crawler's path).
+        cfg2 = parse_config(_config(Path("unused"), chromedriver_url, [
+            {"id": "plain", "entry": pages_url + "/shadow",
+             "login": {"when_present": "#q", "steps": [{"type": "#q", "text": "x"}]}}], 5))
+        with pytest.raises(LoginError, match="still shown"):
+            fresh_start(cfg2.apps[0], pages_url + "/shadow", "web", profile)(device)
+    finally:
+        device.quit()

@@ -206,12 +206,13 @@ def fresh_start(app: Any, location: str, platform: str, profile: Any) -> Callabl
 
     The app's reset hook first (server-side data back to its seed; a ``ResetFailed`` makes the replay fail with
     that reason), then the app's data on the device cleared, the entry opened, the login script run when its
-    marker is on screen, then the setup steps. ``app`` is the crawl config's ``AppConfig``; without one the
+    marker is on screen (refusing, like the crawler, a marker that is hidden or still shown afterwards), then the
+    setup steps. ``app`` is the crawl config's ``AppConfig``; without one the
     start is opening ``location`` (the trajectory's first screen).
     """
 
     def start(device: ReplayDevice) -> None:
-        from explorers.scripts import is_present, run_step
+        from explorers.scripts import log_in, run_step
 
         entry = app.entry if app is not None else location
         if app is not None and app.reset is not None:
@@ -226,9 +227,8 @@ def fresh_start(app: Any, location: str, platform: str, profile: Any) -> Callabl
         if app is None:
             return
         values = {"locale": profile.locale, "color_scheme": profile.color_scheme, "profile": profile.key}
-        if app.login and is_present(device, app.login.when_present.format_map(values)):  # type: ignore[arg-type]
-            for step in app.login.steps:
-                run_step(device, step.filled(values), app.entry)  # type: ignore[arg-type]
+        if app.login:  # the crawler's own login: a hidden marker or a login that did not take is a LoginError
+            log_in(device, app.login, values, app.entry)  # type: ignore[arg-type]
         for step in app.setup:
             run_step(device, step.filled(values), app.entry)  # type: ignore[arg-type]
 
