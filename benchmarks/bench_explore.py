@@ -14,6 +14,13 @@
    Apps: the bundled demo app,
    plus TiddlyWiki and I Hate Money when they are installed (``python -m tests.thirdparty install``;
    ``--thirdparty yes`` installs them, ``no`` skips them).
+   The same crawls give the other exploration figures: ``states_vs_dfs`` (greedy against DroidBot's naive
+   depth-first baseline, ``explorers.policy.DepthFirstPolicy``, crawling a third fresh instance at the same
+   time), ``coverage_vs_random`` (geometric mean over the apps that report their own code coverage — I Hate
+   Money, served under coverage.py, lines of its package that ran after start-up — of greedy's covered lines
+   over random's), ``crawl_failures`` (jobs that died) and ``unintended_writes`` (changes the crawls made that
+   nobody allowed, read from each app's own data: the demo app's log of dangerous actions done, I Hate Money's
+   seeded database rows edited or removed, TiddlyWiki's stored tiddlers edited or removed).
 2. ``steps_vs_raw`` — steps/s of a trajforge crawl (random policy, so the choice of action is as cheap as the
    raw loop's) vs a raw Selenium loop doing the same observe+act calls on the same app and profile: find the
    clickable elements, screenshot, page source, tap one at random with a zero-duration pointer, wait for
@@ -21,19 +28,23 @@
 3. ``farm_2_vs_1`` — wall time of the farm running the same jobs (demo app × 2 viewports × 2 locales, 40 steps
    each) on 1 vs 2 chromedriver devices, one worker process each; worker start-up is included, as users pay it.
 
-Prints ``BENCH`` lines; the last three are ``states_vs_random``, ``steps_vs_raw`` and ``farm_2_vs_1``.
+Prints ``BENCH`` lines, per app and policy first; the last seven are ``crawl_failures``, ``unintended_writes``,
+``coverage_vs_random``, ``states_vs_dfs``, ``states_vs_random``, ``steps_vs_raw`` and ``farm_2_vs_1``.
 Usage: ``python benchmarks/bench_explore.py [--steps 40] [--raw-steps 40] [--farm-steps 15] [--thirdparty auto]``.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import random
 import sys
 import tempfile
 import time
+import urllib.request
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -63,6 +74,8 @@ from tests import thirdparty  # noqa: E402
 DEMO_LOGIN = login_script()
 RAW_CLICKABLE = "a[href], button, input, select, textarea, [role=button], [role=link], [onclick], summary, label"
 console = Console(stderr=True)
+POLICIES = ("greedy", "random", "dfs")
+COVERAGE_APPS = {"ihatemoney"}  # Python apps served under coverage.py (the app's own lines covered)
 
 
 def demo_app(url: str) -> dict[str, Any]:
@@ -174,43 +187,112 @@ def _app_kinds(mode: str) -> list[str]:
     return ["demo", "tiddlywiki", "ihatemoney"]
 
 
-def start_app(kind: str, tmp: Path, procs: list[ManagedProcess]) -> dict[str, Any]:
-    """A fresh instance of one benchmark app (its own data directory and port); returns its crawl-config entry."""
+@dataclass
+class AppRun:
+    """One fresh app instance for one crawl, with what is needed to read its own record of what the crawl did."""
+
+    kind: str
+    entry: dict[str, Any]
+    proc: ManagedProcess
+    data: Path
+    baseline: Any = None  # the app's data before the crawl (I Hate Money rows, wiki tiddlers)
+    coverage_file: Path | None = None
+
+
+def start_app(kind: str, tmp: Path, procs: list[ManagedProcess], coverage: bool = False) -> AppRun:
+    """A fresh instance of one benchmark app (its own data directory and port), its data read before the crawl."""
     data = _mk(tmp)
     if kind == "demo":
         proc = start_demo_app(sys.executable, log_dir=data)
         procs.append(proc)
-        return demo_app(proc.url)
+        return AppRun(kind, demo_app(proc.url), proc, data)
     if kind == "tiddlywiki":
         proc = thirdparty.start_tiddlywiki(data / "wiki", log_dir=data)
         procs.append(proc)
-        return thirdparty.tiddlywiki_app(proc.url)
-    proc = thirdparty.start_ihatemoney(data / "ihm", log_dir=data)
+        seed = json.loads(thirdparty.snapshot_of(data / "wiki").read_text(encoding="utf-8"))
+        return AppRun(kind, thirdparty.tiddlywiki_app(proc.url), proc, data,
+                      {t: str(v.get("revision", "")) for t, v in seed.items()})
+    cov = data / "coverage.sqlite" if coverage else None
+    proc = thirdparty.start_ihatemoney(data / "ihm", log_dir=data, coverage_file=cov)
     procs.append(proc)
-    return thirdparty.ihatemoney_app(proc.url)
+    urllib.request.urlopen(proc.url + "/demo", timeout=30).read()  # creates the seeded demo project
+    return AppRun(kind, thirdparty.ihatemoney_app(proc.url), proc, data,
+                  thirdparty.ihatemoney_rows(data / "ihm" / "ihatemoney.db"), cov)
 
 
-def compare_policies(kind: str, tmp: Path, drivers: list[str], steps: int, procs: list[ManagedProcess]) -> float:
-    """Greedy vs random on two fresh instances of one app, side by side; prints per-app BENCH lines."""
-    policies = ("greedy", "random")
-    apps = {p: start_app(kind, tmp / f"app-{kind}-{p}", procs) for p in policies}
-    outs = {p: tmp / f"{p}-{kind}" for p in policies}
+def unintended_writes(run: AppRun) -> list[str]:
+    """Changes to the app's data the crawl was not allowed to make, read from the app itself: on the demo app its
+    log of dangerous actions carried out (pay, send, delete account); on I Hate Money seeded rows edited or
+    removed; on TiddlyWiki stored tiddlers edited or removed. Records the crawl created are the apps' purpose."""
+    if run.kind == "demo":
+        with urllib.request.urlopen(run.proc.url + "/__demo/dangerous", timeout=30) as r:
+            return [f"{e.get('action', e)}" for e in json.loads(r.read())]
+    if run.kind == "ihatemoney":
+        return thirdparty.changed_rows(run.baseline, thirdparty.ihatemoney_rows(run.data / "ihm" / "ihatemoney.db"))
+    skinny = json.loads(urllib.request.urlopen(run.proc.url + "/recipes/default/tiddlers.json", timeout=30).read())
+    now = {t["title"]: str(t.get("revision", "")) for t in skinny}
+    return [f"tiddler:{title}" for title, rev in run.baseline.items() if now.get(title) != rev]
+
+
+@dataclass
+class PolicyRun:
+    states: int = 0  # by the crawl's own abstraction
+    rate: float = 0.0
+    steps: int = 0
+    failed: str = ""  # the exception that ended the job, if it died
+    writes: list[str] = field(default_factory=list)
+    covered: int | None = None  # lines of the app's own code that ran (apps that report coverage)
+
+
+def _crawl_job(out: Path, device: str, app: dict[str, Any], steps: int, policy: str) -> PolicyRun:
+    try:
+        states, rate, n = crawl(out, device, app, steps, policy)
+        return PolicyRun(states, rate, n)
+    except Exception as exc:  # a dead job is a benchmark figure (crawl_failures), not the end of the benchmark
+        console.print(f"[red]{app['id']} {policy} crawl died:[/red] {type(exc).__name__}: {exc}", markup=True)
+        return PolicyRun(failed=f"{type(exc).__name__}: {str(exc)[:200]}")
+
+
+def compare_policies(kind: str, tmp: Path, drivers: list[str], steps: int, procs: list[ManagedProcess]
+                     ) -> dict[str, PolicyRun]:
+    """Greedy, random and the depth-first baseline on fresh instances of one app, side by side; per-app BENCH
+    lines (states, covered lines, unintended writes, failures)."""
+    runs = {p: start_app(kind, tmp / f"app-{kind}-{p}", procs, coverage=kind in COVERAGE_APPS) for p in POLICIES}
+    outs = {p: tmp / f"{p}-{kind}" for p in POLICIES}
     t = time.perf_counter()
-    with ThreadPoolExecutor(len(policies)) as pool:
-        runs = {p: pool.submit(crawl, outs[p], drivers[i], apps[p], steps, p) for i, p in enumerate(policies)}
-        own = {p: f.result() for p, f in runs.items()}
-    app_id = apps["greedy"]["id"]
-    for p in policies:
-        console.print(f"{app_id:<12} {p:<7} {own[p][0]:>3} states in {own[p][2]} steps")
-    found = common_counts(outs, apps)
-    console.print(f"{app_id:<12} shared abstraction: greedy {found['greedy']}, random {found['random']} "
-                  f"({time.perf_counter() - t:.0f}s)")
-    print(f"BENCH states_greedy_{app_id}={found['greedy']}")
-    print(f"BENCH states_random_{app_id}={found['random']}")
+    with ThreadPoolExecutor(len(POLICIES)) as pool:
+        futures = {p: pool.submit(_crawl_job, outs[p], drivers[i % len(drivers)], runs[p].entry, steps, p)
+                   for i, p in enumerate(POLICIES)}
+        got = {p: f.result() for p, f in futures.items()}
+    app_id = runs["greedy"].entry["id"]
+    for p, r in got.items():
+        r.writes = unintended_writes(runs[p])
+        cov_file = runs[p].coverage_file
+        if cov_file is not None:
+            runs[p].proc.stop()  # SIGTERM: the server saves what ran
+            r.covered = thirdparty.covered_lines(cov_file)
+        console.print(f"{app_id:<12} {p:<7} {r.states:>3} states in {r.steps} steps"
+                      + (f", {r.covered} lines covered" if r.covered is not None else "")
+                      + (f", unintended writes {r.writes}" if r.writes else "") + (f", DIED {r.failed}" if r.failed
+                                                                                    else ""))
+    found = common_counts({p: outs[p] for p in POLICIES if not got[p].failed},
+                          {p: runs[p].entry for p in POLICIES})
+    console.print(f"{app_id:<12} shared abstraction: " + ", ".join(f"{p} {n}" for p, n in found.items())
+                  + f" ({time.perf_counter() - t:.0f}s)")
+    for p in POLICIES:
+        got[p].states = found.get(p, 0)
+        print(f"BENCH states_{p}_{app_id}={got[p].states}")
+        if got[p].covered is not None:
+            print(f"BENCH covered_lines_{p}_{app_id}={got[p].covered}")
+        print(f"BENCH unintended_writes_{p}_{app_id}={len(got[p].writes)}")
     # No policy finds more than one new state per action: on an app where random already finds one on most
     # steps (TiddlyWiki: every set of open tiddlers is a screen), this is the most any policy could reach.
-    print(f"BENCH states_vs_random_ceiling_{app_id}={(steps + 1) / max(1, found['random']):.3f}")
-    return found["greedy"] / max(1, found["random"])
+    print(f"BENCH states_vs_random_ceiling_{app_id}={(steps + 1) / max(1, found.get('random', 0)):.3f}")
+    return got
+
+
+def _geo(values: list[float]) -> float:
+    return math.prod(values) ** (1 / len(values)) if values else float("nan")
 
 
 def main() -> None:
@@ -227,10 +309,12 @@ def main() -> None:
         try:
             demo = start_demo_app(sys.executable, log_dir=tmp)
             procs.append(demo)
-            drivers = [start_chromedriver(log_dir=_mk(tmp / f"cd{i}")) for i in range(2)]
+            drivers = [start_chromedriver(log_dir=_mk(tmp / f"cd{i}")) for i in range(len(POLICIES))]
             procs.extend(drivers)
             urls = [d.url for d in drivers]
-            ratios = [compare_policies(kind, tmp, urls, args.steps, procs) for kind in _app_kinds(args.thirdparty)]
+            per_app = {kind: compare_policies(kind, tmp, urls, args.steps, procs)
+                       for kind in _app_kinds(args.thirdparty)}
+            runs = [r for got in per_app.values() for r in got.values()]
 
             _s, greedy_rate, _n = crawl(tmp / "speed-greedy", drivers[0].url, demo_app(demo.url), args.raw_steps,
                                         "greedy")
@@ -243,12 +327,21 @@ def main() -> None:
             print(f"BENCH steps_per_s_raw={raw_rate:.3f}")
 
             one = farm_seconds(tmp / "farm1", [drivers[0].url], demo.url, args.farm_steps)
-            two = farm_seconds(tmp / "farm2", [d.url for d in drivers], demo.url, args.farm_steps)
+            two = farm_seconds(tmp / "farm2", [d.url for d in drivers[:2]], demo.url, args.farm_steps)
             console.print(f"farm: 4 jobs × {args.farm_steps} steps: 1 device {one:.1f}s, 2 devices {two:.1f}s")
             print(f"BENCH farm_1_device_s={one:.2f}")
             print(f"BENCH farm_2_devices_s={two:.2f}")
 
-            print(f"BENCH states_vs_random={math.prod(ratios) ** (1 / len(ratios)):.3f}")
+            def ratio(a: str, b: str) -> float:
+                return _geo([got[a].states / max(1, got[b].states) for got in per_app.values()])
+
+            print(f"BENCH crawl_failures={sum(1 for r in runs if r.failed)}")
+            print(f"BENCH unintended_writes={sum(len(r.writes) for r in runs)}")
+            cov = [got["greedy"].covered / max(1, got["random"].covered or 0) for got in per_app.values()
+                   if got["greedy"].covered is not None]
+            print(f"BENCH coverage_vs_random={_geo(cov):.3f}")
+            print(f"BENCH states_vs_dfs={ratio('greedy', 'dfs'):.3f}")
+            print(f"BENCH states_vs_random={ratio('greedy', 'random'):.3f}")
             print(f"BENCH steps_vs_raw={tf_rate / raw_rate:.3f}")
             print(f"BENCH farm_2_vs_1={one / two:.3f}")
         finally:

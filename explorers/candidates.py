@@ -48,6 +48,16 @@ def _pointed(t: ActionType, w: Widget, screen: Screen, **extra: object) -> Actio
 Add = Callable[..., None]
 
 
+def option_label(w: Widget, value: str) -> str:
+    """The visible text of the ``<select>`` option whose value is ``value`` (the value itself when the option has
+    no text, or when the filler was given a label already)."""
+    labels = w.option_labels or []
+    for v, label in zip(w.options, labels, strict=False):
+        if v == value and label.strip():
+            return label.strip()
+    return value
+
+
 def _widget_actions(w: Widget, screen: Screen, filler: FormFiller, add: Add) -> None:
     """The actions one widget offers (typing, choosing an option, clicking, long-pressing, scrolling)."""
     e = w.element
@@ -59,7 +69,10 @@ def _widget_actions(w: Widget, screen: Screen, filler: FormFiller, add: Add) -> 
     elif w.options:
         value = filler.value_for(w)
         if value:
-            add(ActionType.SELECT, w, _pointed(ActionType.SELECT, w, screen, text=value), value)
+            # The action names the option as a person sees it ("Alice", not the member id "6"): that is what an
+            # instruction says and what an agent reads on screen; the device picks the option by that text.
+            shown = option_label(w, value)
+            add(ActionType.SELECT, w, _pointed(ActionType.SELECT, w, screen, text=shown), shown)
     elif (e.clickable or e.checkable) and not (e.role == "radio" and e.checked):
         # A checked radio button does nothing when clicked again (a checked checkbox unchecks, so it stays).
         add(ActionType.CLICK, w, _pointed(ActionType.CLICK, w, screen))

@@ -159,7 +159,7 @@ class CrawlConfig(_Strict):
     matrix: MatrixConfig = Field(default_factory=MatrixConfig)
     budget: BudgetConfig = Field(default_factory=BudgetConfig)
     settle: SettleSection = Field(default_factory=SettleSection)
-    policy: Literal["greedy", "random"] = "greedy"
+    policy: Literal["greedy", "random", "dfs"] = "greedy"
     seed: int = 0
     phash_distance: int | None = None  # set to split states whose screenshots differ by more bits than this
 

@@ -261,7 +261,13 @@ class Device:
             raise ValueError(f"the explorer cannot execute a {t.value} action")
 
     def select_option(self, action: Action, widget: Widget | None) -> None:
-        """Pick an option of a <select>/spinner: focus it, then type the option (both platforms accept this)."""
+        """Pick an option of a <select>/spinner: on the web the select under the action's point gets the option
+        named by the action's text; otherwise (Android, or no select there) focus it and type the option."""
+        at = getattr(self.adapter, "select_at", None)
+        if at is not None and action.x is not None and action.y is not None:
+            s = self.adapter.pointer_scale()
+            if self._guard(at, self.driver, action.text or "", action.x / s, action.y / s):
+                return
         self.type_text(action.text or "", action.x, action.y)
 
     # --- lifecycle ---------------------------------------------------------------------------------

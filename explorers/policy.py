@@ -21,7 +21,8 @@ settlement), a hop that missed twice in a row is no longer walked, and an action
 given up after two visits. A label whose elements changed nothing three times (settings toggles that re-render
 the same screen, an edit button whose confirm dialog is cancelled) is not worth another try.
 
-``RandomPolicy`` is the uniform-random baseline (OS-Genesis-style random walk). A policy sees only candidates
+``RandomPolicy`` is the uniform-random baseline (OS-Genesis-style random walk), ``DepthFirstPolicy`` DroidBot's
+naive depth-first one (first untried action, else back). A policy sees only candidates
 the safety guard allowed, and returns a reason with every decision for the audit log.
 """
 
@@ -411,9 +412,52 @@ class RandomPolicy:
         return Decision("act", "uniform random choice", self._rng.choice(cands))
 
 
+DFS_MAX_BACKS = 3  # consecutive backs from explored screens before the depth-first baseline restarts
+
+
+@dataclass
+class DepthFirstPolicy:
+    """DroidBot's naive depth-first baseline (``dfs_naive``): on every screen the first action not yet tried there,
+    in page order; on a screen with none left, back; after a few backs that found nothing new, restart from the
+    entry. No novelty estimate, no list families, no walking: the yardstick the greedy policy must beat."""
+
+    name: str = "dfs"
+    max_backs: int = DFS_MAX_BACKS
+    _backs: int = 0
+
+    def restarted(self) -> None:
+        self._backs = 0
+
+    @staticmethod
+    def _untried(graph: Graph, state: str, key: str) -> bool:
+        return key not in graph.tried.get(state, ()) and (state, key) not in graph.failed
+
+    def choose(self, graph: Graph, state: str, cands: list[Candidate]) -> Decision:
+        state = graph.canonical(state)
+        for c in cands:
+            if c.type is not ActionType.NAVIGATE_BACK and self._untried(graph, state, c.key):
+                self._backs = 0
+                return Decision("act", "dfs: first untried action on this screen", c)
+        back = next((c for c in cands if c.type is ActionType.NAVIGATE_BACK), None)
+        if back is not None and self._backs < self.max_backs:
+            self._backs += 1
+            return Decision("act", "dfs: nothing left to try here, back", back)
+        self._backs = 0
+        left = any(self._untried(graph, s, k) for s, info in graph.states.items() if s not in graph.abandoned
+                   for k, a in info.actions.items() if ActionType(a.type) is not ActionType.NAVIGATE_BACK)
+        if left:
+            return Decision("restart", "dfs: backing up found nothing new; restart from the entry")
+        return Decision("stop", "every known state is fully explored")
+
+
+POLICIES = ("greedy", "random", "dfs")
+
+
 def make_policy(name: str, seed: int = 0) -> Policy:
     if name == "greedy":
         return GreedyPolicy()
     if name == "random":
         return RandomPolicy(seed=seed)
-    raise ValueError(f"policy: unknown policy {name!r} (known: greedy, random)")
+    if name == "dfs":
+        return DepthFirstPolicy()
+    raise ValueError(f"policy: unknown policy {name!r} (known: {', '.join(POLICIES)})")

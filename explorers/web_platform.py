@@ -125,14 +125,41 @@ class WebAdapter:
             direction, x, y, SCROLL_FRACTION,
         )
 
+    def select_at(self, driver: Any, text: str, x: float, y: float) -> bool:
+        """Choose ``text`` in the ``<select>`` under (x, y) (CSS pixels), by visible text, else by value; False when
+        no select is there. Focus is not relied on: a tap on a select opens the browser's own picker and may not
+        move focus, so typing would land in whatever field had it."""
+        el = driver.execute_script(
+            """
+            let el = document.elementFromPoint(arguments[0], arguments[1]);
+            if (el && el.tagName === 'LABEL' && el.control) el = el.control;
+            while (el && el.tagName !== 'SELECT') el = el.parentElement;
+            return el;
+            """, x, y)
+        if el is None:
+            return False
+        choose(el, text)
+        return True
+
     def type_text(self, driver: Any, text: str) -> None:
         el = driver.switch_to.active_element
         tag = (el.tag_name or "").lower()
         if tag == "select":
-            from selenium.webdriver.support.select import Select
-
-            Select(el).select_by_value(text)
+            choose(el, text)
             return
         if tag in ("input", "textarea"):
             el.clear()
         el.send_keys(text)
+
+
+def choose(select_el: Any, text: str) -> None:
+    """Pick an option of a ``<select>`` element by its visible text (what actions record), else by its value (what
+    login scripts and older graphs name)."""
+    from selenium.common.exceptions import NoSuchElementException
+    from selenium.webdriver.support.select import Select
+
+    sel = Select(select_el)
+    try:
+        sel.select_by_visible_text(text)
+    except NoSuchElementException:
+        sel.select_by_value(text)

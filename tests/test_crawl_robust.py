@@ -49,6 +49,11 @@ PAGES = {
     # A page whose own script makes every read of the viewport throw: the extractor cannot read it at all.
     "/broken": """<script>Object.defineProperty(window, 'innerWidth', {get() { throw new Error('hostile page'); }});
         </script><h1>Broken</h1><a href="/">Home</a>""",
+    # An add-bill form like I Hate Money's: the payer select's values are member ids, its options their names;
+    # the text field has focus, as it does when the page loads.
+    "/bill": """<h1>Add a bill</h1><form method="post" action="/bill"><label for="what">What?</label>
+        <input id="what" name="what" autofocus><label for="payer">Who paid?</label><select id="payer" name="payer">
+        <option value="6">Alice</option><option value="7">Bob</option></select><button>Add</button></form>""",
     # The login field exists but is hidden (as on a page that keeps a collapsed login box in its header).
     "/login-hidden": """<h1>Welcome</h1><form action="/login"><input name="pass" type="password"
         style="display:none"></form><a href="/plain">Plain page</a>""",
@@ -246,5 +251,32 @@ def test_replay_refuses_a_hidden_login_marker_like_the_crawler(chromedriver_url:
              "login": {"when_present": "#q", "steps": [{"type": "#q", "text": "x"}]}}], 5))
         with pytest.raises(LoginError, match="still shown"):
             fresh_start(cfg2.apps[0], pages_url + "/shadow", "web", profile)(device)
+    finally:
+        device.quit()
+
+
+def test_a_select_action_names_the_option_and_sets_the_select_under_its_point(
+        chromedriver_url: str, pages_url: str) -> None:
+    """A select's action says the option people see ("Bob", not the member id "7": that is what instructions
+    quote), and performing it sets that select even while another field has focus; before, the value was typed
+    into whatever field had focus."""
+    from explorers.candidates import candidates
+    from schemas import ActionType
+
+    device = open_device(EndpointSpec("d0", chromedriver_url), Profile(VIEWPORTS["desktop"]))
+    try:
+        device.open(pages_url + "/bill")
+        device.settle()
+        screen = device.capture()
+        picks = [c for c in candidates(screen) if c.type is ActionType.SELECT]
+        assert [c.action.text for c in picks] == ["Bob"]  # a real option other than the current one, by label
+        device.driver.execute_script("document.getElementById('what').focus()")
+        device.perform(picks[0].action, picks[0].widget)
+        got = device.driver.execute_script(
+            "return [document.getElementById('payer').value, document.getElementById('what').value]")
+        assert got == ["7", ""]
+        # A value (what login scripts and older graphs hold) still picks its option.
+        device.perform(picks[0].action.model_copy(update={"text": "6"}), picks[0].widget)
+        assert device.driver.execute_script("return document.getElementById('payer').value") == "6"
     finally:
         device.quit()

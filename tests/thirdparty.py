@@ -169,17 +169,61 @@ def tiddler_titles(url: str) -> set[str]:
 IHATEMONEY_SERVE = """
 import sys
 from ihatemoney.run import create_app
-create_app().run(host=sys.argv[1], port=int(sys.argv[2]), use_reloader=False, threaded=True)
+app = create_app()
+if len(sys.argv) > 3:  # measure the app's own code coverage while it serves (started after start-up, see below)
+    import os, signal, coverage
+    cov = coverage.Coverage(data_file=sys.argv[3], source=["ihatemoney"], branch=False)
+    def _save(*_a):
+        cov.stop()
+        cov.save()
+        os._exit(0)
+    signal.signal(signal.SIGTERM, _save)
+    cov.start()
+app.run(host=sys.argv[1], port=int(sys.argv[2]), use_reloader=False, threaded=True)
+"""
+COVERAGE_VERSION = "7.17.3"
+
+COVERED_LINES = """
+import sys, coverage
+data = coverage.CoverageData(sys.argv[1])
+data.read()
+print(sum(len(data.lines(f) or ()) for f in data.measured_files()))
 """
 
 
-def start_ihatemoney(data_dir: Path, *, log_dir: Path | None = None) -> ManagedProcess:
+def install_ihatemoney_coverage() -> Path:
+    """coverage.py into I Hate Money's venv (only the code-coverage benchmark needs it; its own stamp file, so the
+    app's stamp stays what every other checkout expects)."""
+    python = install_ihatemoney()
+    stamp = IHATEMONEY_VENV / ".coverage-version"
+    if _stamped(stamp, COVERAGE_VERSION):
+        return python
+    with _locked("ihatemoney"):
+        if not _stamped(stamp, COVERAGE_VERSION):
+            _run([str(python), "-m", "pip", "install", "-q", f"coverage=={COVERAGE_VERSION}"],
+                 "pip install coverage (ihatemoney venv)")
+            stamp.write_text(COVERAGE_VERSION)
+    return python
+
+
+def covered_lines(data_file: Path) -> int:
+    """Lines of I Hate Money's own code that ran while it served (read after ``ManagedProcess.stop``, which sends
+    the SIGTERM that makes the server save its coverage data)."""
+    done = subprocess.run([str(IHATEMONEY_PYTHON), "-c", COVERED_LINES, str(data_file)], capture_output=True,
+                          text=True, timeout=120, check=True)
+    return int(done.stdout.strip())
+
+
+def start_ihatemoney(data_dir: Path, *, log_dir: Path | None = None, coverage_file: Path | None = None
+                     ) -> ManagedProcess:
     """Serve I Hate Money with a SQLite database in ``data_dir``; its demo project (``/demo``) is the entry.
 
     The settings file turns on the demo project and a non-secure session cookie (plain-HTTP loopback);
     the werkzeug access log in the server log is the app's own record of every request the crawl made.
+    With ``coverage_file`` the server records which lines of its own package run *after* start-up (module
+    imports and app set-up excluded, so the figure is what requests reached) and writes them there on SIGTERM.
     """
-    python = install_ihatemoney()
+    python = install_ihatemoney_coverage() if coverage_file is not None else install_ihatemoney()
     data_dir.mkdir(parents=True, exist_ok=True)
     cfg = data_dir / "ihatemoney.cfg"
     cfg.write_text(
@@ -189,7 +233,8 @@ def start_ihatemoney(data_dir: Path, *, log_dir: Path | None = None) -> ManagedP
         encoding="utf-8",
     )
     port = free_port()
-    proc = start_process("ihatemoney", [python, "-c", IHATEMONEY_SERVE, LOOPBACK, str(port)],
+    extra = [str(coverage_file)] if coverage_file is not None else []
+    proc = start_process("ihatemoney", [python, "-c", IHATEMONEY_SERVE, LOOPBACK, str(port), *extra],
                          env={"IHATEMONEY_SETTINGS_FILE_PATH": str(cfg), "PYTHONUNBUFFERED": "1"},
                          cwd=data_dir, log_dir=log_dir)
     return _started(proc, f"http://{LOOPBACK}:{port}", "/")
@@ -207,6 +252,33 @@ def ihatemoney_app(url: str) -> dict[str, Any]:
     Its logout is a form posting to ``/exit`` (not on the default deny-list), so the app denies that URL."""
     return {"id": "ihatemoney", "entry": url + "/demo", "version": IHATEMONEY_VERSION,
             "deny": {"urls": [r"/exit\b"]}}
+
+
+IHATEMONEY_TABLES = {"project": "id", "person": "id", "bill": "id", "billowers": "bill_id, person_id"}
+
+
+def ihatemoney_rows(db_path: Path) -> dict[str, dict[str, tuple[Any, ...]]]:
+    """Every row of the tables a crawl could change, by primary key (the app's own record of its data)."""
+    import sqlite3
+
+    con = sqlite3.connect(db_path, timeout=30)
+    try:
+        out = {}
+        for table, key in IHATEMONEY_TABLES.items():
+            cur = con.execute(f"SELECT {key}, * FROM {table}")  # fixed table names, no input
+            width = len(key.split(","))
+            out[table] = {"|".join(str(v) for v in row[:width]): tuple(row[width:]) for row in cur}
+        return out
+    finally:
+        con.close()
+
+
+def changed_rows(before: dict[str, dict[str, tuple[Any, ...]]], after: dict[str, dict[str, tuple[Any, ...]]]
+                 ) -> list[str]:
+    """Rows that existed before and were edited or removed (``table:key``): writes nobody allowed. Rows the crawl
+    added (a new bill, a new member) are the app's own purpose and are not counted."""
+    return [f"{table}:{key}" for table, rows in before.items() for key, row in rows.items()
+            if after.get(table, {}).get(key) != row]
 
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")

@@ -107,8 +107,9 @@ class Pollution:
 
     @classmethod
     def of(cls, graph: AppGraph) -> Pollution:
+        # Only typed text: choosing a <select> option (named by its label, "Alice") adds nothing to the app.
         typed = {" ".join((t.action.text or "").split()) for t in graph.transitions
-                 if ActionType(t.action.type) in FILL_TYPES and t.action.text}
+                 if ActionType(t.action.type) is ActionType.TYPE and t.action.text}
         return cls({t for t in typed if len(t) >= MIN_TYPED_CHARS})
 
     def contains_typed(self, text: str, allowed: frozenset[str] = frozenset()) -> bool:
