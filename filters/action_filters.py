@@ -9,9 +9,12 @@ from filters.item import Item
 
 
 class PointInTarget(RecordFilter[Item]):
-    """A pointed action with a target box must hit the box (GUI-Libra keeps only such steps)."""
+    """A pointed action with a target box must hit the box (GUI-Libra keeps only such steps).
+
+    Not applied to noise negatives: a "moved element" negative misses its box by construction."""
 
     name = "point_outside_bbox"
+    applies_to_negatives = False
 
     def decide(self, item: Item) -> Verdict:
         a = item.sample.action

@@ -1,47 +1,49 @@
-"""The one place that turns keep/drop decisions into Beam outputs, counters and rejects.
+"""What a filter is: one keep-or-``Drop(reason, detail)`` decision, and how a list of them is run on a record.
 
 A filter (the datatrove ``BaseFilter`` idea) only answers "keep this record?" with ``True`` or
-``Drop(reason, detail)``. Everything else — the ``kept`` / ``rejected`` tagged outputs, a Beam
-``Metrics.counter`` per stage and reason, and a ``schemas.Reject`` carrying the stage, the reason and the
-record itself — lives once in ``FilterDoFn``, so no filter can forget to count or silently lose a record.
-A record is rejected by the first filter that drops it, which keeps the accounting exact:
-for every stage, input = kept + rejected.
+``Drop(reason, detail)``. It knows nothing about the engine that runs it: this package imports no Apache Beam,
+so every filter is a plain function of its input, unit-tested in microseconds, and the Beam adapter
+(``pipelines.curation.stages``) owns counters, tagged outputs and reject rows.
+
+A filter that *raises* is a bug, not a verdict on the record. ``first_drop`` turns the exception into a
+``Drop`` marked ``error=True`` (reason ``<filter name>_error``) so one odd record cannot kill a run and is
+still kept, with the exception, among the rejects; the curation driver then fails the whole run when more
+than ``max_filter_errors`` (default 0) such errors occurred, so a bug is never silently published as data.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from typing import Any, ClassVar, Generic, TypeVar
-
-import apache_beam as beam
-from apache_beam.metrics import Metrics
-
-from schemas import Reject
-
-KEPT = "kept"
-REJECTED = "rejected"
+from typing import ClassVar, Generic, TypeVar
 
 T = TypeVar("T")
 
 
 @dataclass(frozen=True)
 class Drop:
-    """A filter's verdict against a record: a short countable ``reason`` code and the human specifics."""
+    """A verdict against a record: a short countable ``reason`` code and the human specifics.
+
+    ``error`` is True when the filter raised instead of deciding (see the module docstring)."""
 
     reason: str
     detail: str = ""
+    error: bool = False
 
 
 Verdict = bool | Drop
 
 
 class RecordFilter(ABC, Generic[T]):
-    """One small decision. Subclasses set ``name`` and implement ``decide``."""
+    """One small decision. Subclasses set ``name`` and implement ``decide``.
+
+    ``applies_to_negatives`` is False for a gate that a noise-injected negative (``Lineage.negative``) fails
+    by construction — a negative's defect is its label, not a reason to lose it — so such gates skip negatives.
+    """
 
     name: ClassVar[str] = "filter"
+    applies_to_negatives: ClassVar[bool] = True
 
     @abstractmethod
     def decide(self, record: T) -> Verdict:
@@ -56,57 +58,19 @@ class RecordFilter(ABC, Generic[T]):
         return verdict
 
 
-def make_reject(stage: str, drop: Drop, record_id: str, payload: str, when: datetime | None = None) -> Reject:
-    return Reject(record_id=record_id or "<unknown>", stage=stage, reason=drop.reason, detail=drop.detail[:2000],
-                  payload=payload, timestamp=when or datetime.now(UTC))
+def first_drop(filters: Sequence[RecordFilter[T]], record: T, negative: bool = False) -> Drop | None:
+    """The first filter's drop (in order), or None when every filter keeps ``record``.
 
-
-class FilterDoFn(beam.DoFn, Generic[T]):
-    """Runs ``filters`` in order on each record; main output ``kept``, tagged output ``rejected`` (Reject).
-
-    ``record_id`` and ``payload`` say how to name and serialize a record of this stage for its reject row.
-    ``run_time`` stamps rejects so a rerun of the same input writes the same reject rows.
+    ``negative`` skips the filters that do not apply to noise negatives. An exception inside a filter becomes
+    ``Drop("<name>_error", "<Exception>: <message>", error=True)``.
     """
-
-    def __init__(
-        self,
-        stage: str,
-        filters: Sequence[RecordFilter[T]],
-        record_id: Callable[[T], str],
-        payload: Callable[[T], str],
-        run_time: datetime | None = None,
-    ):
-        self.stage = stage
-        self.filters = list(filters)
-        self.record_id = record_id
-        self.payload = payload
-        self.run_time = run_time
-        self._counters: dict[str, Any] = {}
-
-    def _count(self, name: str) -> None:
-        counter = self._counters.get(name)
-        if counter is None:
-            counter = self._counters[name] = Metrics.counter(f"curate.{self.stage}", name)
-        counter.inc()
-
-    def process(self, record: T) -> Iterator[Any]:
-        self._count("in")
-        for f in self.filters:
-            try:
-                drop = f(record)
-            except Exception as exc:  # a filter bug on one odd record must not kill the run or lose the record
-                drop = Drop(f"{f.name}_error", f"{type(exc).__name__}: {exc}")
-            if drop is not None:
-                self._count(f"rejected.{drop.reason}")
-                yield beam.pvalue.TaggedOutput(
-                    REJECTED, make_reject(self.stage, drop, self.record_id(record), self.payload(record), self.run_time)
-                )
-                return
-        self._count("kept")
-        yield record
-
-
-def apply_filters(stage: str, filters: Sequence[RecordFilter[T]], record_id: Callable[[T], str],
-                  payload: Callable[[T], str], run_time: datetime | None = None) -> beam.ParDo:
-    """The ParDo for a filter stage, with its ``kept`` (main) and ``rejected`` outputs declared."""
-    return beam.ParDo(FilterDoFn(stage, filters, record_id, payload, run_time)).with_outputs(REJECTED, main=KEPT)
+    for f in filters:
+        if negative and not f.applies_to_negatives:
+            continue
+        try:
+            drop = f(record)
+        except Exception as exc:  # a filter bug on one record: keep the record (as a reject), fail the run later
+            return Drop(f"{f.name}_error", f"{type(exc).__name__}: {exc}"[:1000], error=True)
+        if drop is not None:
+            return drop
+    return None

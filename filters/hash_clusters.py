@@ -12,7 +12,7 @@ exact; a bucket of thousands of near-identical screens is still linked because i
 other. All of it runs on numpy arrays of hashes — no image bytes are ever involved.
 
 Scaling limit: curation calls ``cluster_hashes`` once, in one worker, over *all distinct screenshots* of the
-run (``NearDuplicateScreens`` collects them with ``ToList``), because a near-duplicate pair can span any two
+run (``pipelines.curation.stages`` collects them with ``ToList``), because a near-duplicate pair can span any two
 shards of the input. ``benchmarks/bench_dedupe.py`` measures 1M distinct 64-bit hashes clustered in ~14 s on
 this 2-core machine (distance 4, 20% planted near-copies); time grows roughly linearly with the number of
 hashes while buckets stay small. Memory is the sharper limit: the curation entry per screen (sha256 text,
@@ -119,3 +119,24 @@ def bytes_hamming_verifier(detail: list[bytes], max_distance: int) -> Verify:
         return (dist <= max_distance) & present[i] & present[j]
 
     return verify
+
+
+def cluster_screens(entries: list[tuple[str, int, bytes]], phash_distance: int,
+                    detail_distance: int) -> dict[str, str]:
+    """sha → cluster id (the cluster's smallest sha) for screenshots with at least one verified near-duplicate.
+
+    ``entries`` are (sha256, 64-bit pHash, 1024-bit dHash) of distinct, usable screenshots; a screenshot in no
+    cluster is absent from the result (its own sha is its cluster)."""
+    if not entries:
+        return {}
+    entries = sorted(entries)
+    hashes = np.array([e[1] for e in entries], dtype=np.uint64)
+    verify = bytes_hamming_verifier([e[2] for e in entries], detail_distance)
+    labels = cluster_hashes(hashes, phash_distance, verify=verify)
+    sizes = np.bincount(labels)
+    first: dict[int, str] = {}
+    out: dict[str, str] = {}
+    for (sha, _, _), lab in zip(entries, labels, strict=True):
+        if sizes[lab] > 1:
+            out[sha] = first.setdefault(int(lab), sha)
+    return out

@@ -1,9 +1,9 @@
-"""What flows between curation stages: the input record or the step sample, plus facts stages attach.
+"""The inputs filters decide on: a record as read, one step sample, one step's screenshot check.
 
-Only metadata travels: a ``Sample`` here always has ``image=None``; screenshots are referenced by sha256 and
-their bytes are read where a stage needs pixels (inspection, the shard writer), never carried through a
-shuffle. Facts that later stages need (perceptual hashes, which regions hold PII, duplicate verdicts) are
-attached as plain fields so each filter stays a pure function of the item.
+All of them are frozen: a stage that needs to say more about a record builds a new value, it never edits the
+one it was given (Beam forbids mutating elements, and a frozen value cannot be mutated by accident).
+Only metadata appears here: a ``Sample`` in an ``Item`` always has ``image=None``; screenshots are referenced
+by sha256, and the few facts a filter needs about the pixels travel as ``ScreenFacts``.
 """
 
 from __future__ import annotations
@@ -14,25 +14,20 @@ from schemas import Sample, Trajectory
 from schemas.errors import FieldError
 
 
-@dataclass
+@dataclass(frozen=True)
 class SourceRecord:
     """One record as read from an input file: parsed, or the errors that stopped it, with its raw text."""
 
-    source: str  # "<file name>:<line>"
+    source: str  # "<file name>:<line or row>"
     record: Trajectory | None = None
-    errors: list[FieldError] = field(default_factory=list)
+    errors: tuple[FieldError, ...] = field(default_factory=tuple)
     raw: str = ""
-    duplicate_of: str | None = None  # set by the unique-id stage
-    duplicate_reason: str = ""
 
     @property
     def record_id(self) -> str:
         if self.record is not None:
             return self.record.id
         return self.errors[0].record if self.errors else self.source
-
-    def payload(self) -> str:
-        return self.record.model_dump_json() if self.record is not None else self.raw
 
 
 @dataclass(frozen=True)
@@ -48,23 +43,18 @@ class ScreenFacts:
     dhash: bytes = b""  # 1024-bit gradient hash (verifies candidates; separates same layout, other content)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Item:
-    """One step sample on its way through the sample stages."""
+    """One step sample, as the text / geometry gates see it."""
 
     sample: Sample
-    source: str = ""
-    pii_boxes: list[tuple[float, float, float, float]] = field(default_factory=list)
-    num_apps: int = 1
-    gesture_complexity: float = 1.0
-    distractions: int = 0
-    screen: ScreenFacts | None = None
-    duplicate_of: str | None = None
-    duplicate_reason: str = ""
 
-    @property
-    def id(self) -> str:
-        return self.sample.id
 
-    def payload(self) -> str:
-        return self.sample.model_dump_json()
+@dataclass(frozen=True)
+class ScreenCheck:
+    """One step's screenshot as the image gates see it: what the record claims and what inspection found."""
+
+    step: int
+    width: int  # the size the record claims (every coordinate depends on it)
+    height: int
+    screen: ScreenFacts | None

@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import io
 import re
+from typing import Any
 
 from PIL import Image, ImageFilter
+
+from schemas import Observation, Sample
 
 EMAIL = re.compile(r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}\b")
 CARD = re.compile(r"\b(?:\d[ -]?){12,18}\d\b")
@@ -73,3 +76,28 @@ def blur_regions(png: bytes, boxes: list[tuple[float, float, float, float]]) -> 
     buf = io.BytesIO()
     img.save(buf, format="PNG")
     return buf.getvalue()
+
+
+def redact_sample(s: Sample) -> Sample:
+    """The sample with PII replaced in every text field (task, instruction, reasoning, history, typed text)."""
+    updates: dict[str, Any] = {}
+    for name in ("task", "instruction", "reasoning"):
+        value = getattr(s, name)
+        if value:
+            new, n = redact_text(value)
+            if n:
+                updates[name] = new
+    history = [redact_text(h)[0] for h in s.history]
+    if history != s.history:
+        updates["history"] = history
+    if s.action.text and has_pii(s.action.text):
+        updates["action"] = s.action.model_copy(update={"text": redact_text(s.action.text)[0]})
+    if any(a.text and has_pii(a.text) for a in s.accepted_actions):
+        updates["accepted_actions"] = [a.model_copy(update={"text": redact_text(a.text)[0]}) if a.text else a
+                                       for a in s.accepted_actions]
+    return s.model_copy(update=updates) if updates else s
+
+
+def pii_boxes(obs: Observation) -> list[tuple[float, float, float, float]]:
+    """Boxes of the visible elements whose text or description holds PII (blurred on the screenshot)."""
+    return [e.bbox.as_tuple() for e in obs.elements if e.visible and (has_pii(e.text) or has_pii(e.content_desc))]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from functools import lru_cache
 from typing import Protocol
 
@@ -25,6 +26,26 @@ class TextClusterer(Protocol):
     threshold: float
 
     def labels(self, texts: list[str]) -> np.ndarray: ...
+
+
+# The arguments of an instruction: quoted strings, numbers, and — in an instruction written in a Latin script —
+# runs of CJK characters, which are names there (MiniLM places "…open the 账户 screen" and "…open the 升级到专业版
+# screen" at cosine > 0.9). In a CJK instruction the CJK text is the wording itself, not an argument.
+_QUOTED = re.compile(r"[\"“”'‘’「」『』]([^\"“”'‘’「」『』]{1,200})[\"“”'‘’「」『』]")
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+_CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af]+")
+_LATIN = re.compile(r"[A-Za-z]")
+
+
+def argument_signature(text: str) -> tuple[str, ...]:
+    """The sorted arguments of an instruction. Two instructions with different arguments ask for different
+    things however similar the rest of their wording is, so they are never near-duplicates."""
+    found = [_normalize(m.group(1)) for m in _QUOTED.finditer(text)]
+    rest = _QUOTED.sub(" ", text)
+    found += _NUMBER.findall(rest)
+    if _LATIN.search(rest):
+        found += _CJK_RUN.findall(rest)
+    return tuple(sorted(found))
 
 
 def _components(n: int, i: np.ndarray, j: np.ndarray) -> np.ndarray:

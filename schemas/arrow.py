@@ -219,6 +219,7 @@ SAMPLE_SCHEMA = pa.schema(
         pa.field("gesture_complexity", F64),
         pa.field("distractions", I32),
         pa.field("train_target", BOOL),  # 1.2
+        pa.field("weight", F64),  # 1.3
     ],
     metadata=_meta("sample"),
 )

@@ -63,6 +63,10 @@ class Sample(Record):
     content_hash: str = ""
     # False for a recovery trajectory's deliberate mistake: context for later steps, masked out of the SFT loss.
     train_target: Bool = True
+    # The row's share of the training loss (multiplies every target token's weight). Curation sets 1/n on each of n
+    # kept rows that are the same supervision (same task and goal, near-identical screen, same action, same
+    # history), so repetition counts once without deleting any step; rows of different tasks keep 1.0.
+    weight: Float = Field(default=1.0, gt=0)  # 1.3
 
     @model_validator(mode="after")
     def _consistent(self) -> Sample:

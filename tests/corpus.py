@@ -238,10 +238,6 @@ def build_corpus(root: Path, n_good: int = 24) -> Corpus:
     def add(obj: dict | Trajectory) -> None:
         lines.append(obj.model_dump_json() if isinstance(obj, Trajectory) else json.dumps(obj, ensure_ascii=False))
 
-    def expect_all_steps(t: Trajectory, stage: str, reason: str) -> None:
-        for s in t.steps:
-            c.expected[f"{t.id}:{s.index}"] = (stage, reason)
-
     good = [good_trajectory(store, k, judge=5.0) for k in range(n_good)]
     for t in good:
         add(t)
@@ -250,22 +246,25 @@ def build_corpus(root: Path, n_good: int = 24) -> Corpus:
     add(zh)
     c.kept_samples |= {f"{zh.id}:{s.index}" for s in zh.steps}
 
-    # Planted duplicates.
+    # Planted duplicates (trajectory units: a duplicate trajectory is rejected whole, named by its id).
     copy = good[0].model_copy(update={"id": "zz-exact-copy"})
     add(copy)
-    expect_all_steps(copy, "exact_dedupe", "exact_duplicate")
-    add(good[1])  # the very same record twice
-    c.expected["traj-0001"] = ("unique_ids", "exact_duplicate")
+    c.expected["zz-exact-copy"] = ("exact_dedupe", "exact_duplicate")
+    add(good[1])  # the very same record twice: the second copy is an exact duplicate of the first
+    c.expected["traj-0001"] = ("exact_dedupe", "exact_duplicate")
     other = good_trajectory(store, 500, tid=good[2].id)
-    add(other)  # another record claiming good[2]'s id
+    add(other)  # another record claiming good[2]'s id (ranks lower: judge 4 < 5)
     c.expected["traj-0002"] = ("unique_ids", "duplicate_id")
-    near = good_trajectory(store, 3, tid="zz-near-screens", task="Check the third note and jot down entry 3",
-                           clock="17:42", banner=2, judge=4.0)
-    add(near)  # good[3]'s screens re-captured: another clock and banner, same actions
-    expect_all_steps(near, "near_dup_screens", "near_duplicate_screen")
+    near = good_trajectory(store, 3, tid="zz-near-screens", clock="17:42", banner=2, judge=4.0)
+    add(near)  # good[3]'s task and actions on its screens re-captured (another clock and banner)
+    c.expected["zz-near-screens"] = ("near_dup_screens", "near_duplicate_screen")
+    other_task = good_trajectory(store, 3, tid="zz-other-task", task="Check the third note and jot down entry 3",
+                                 clock="09:15", banner=1, judge=4.0)
+    add(other_task)  # the same screens and actions serving a different task: kept (goal conditioning)
+    c.kept_samples |= {f"{other_task.id}:{s.index}" for s in other_task.steps}
     para = good_trajectory(store, 700, tid="zz-near-task", task=good[4].task.instruction + "!", judge=4.0)
     add(para)  # good[4]'s task, near-verbatim, on other screens
-    expect_all_steps(para, "near_dup_instructions", "near_duplicate_instruction")
+    c.expected["zz-near-task"] = ("near_dup_instructions", "near_duplicate_instruction")
 
     # Schema-level defects (record ids where the record has one).
     def bad(tid: str, stage: str, reason: str, obj: dict | str) -> None:
@@ -326,7 +325,7 @@ def build_corpus(root: Path, n_good: int = 24) -> Corpus:
     # Sample-level defects: one step each, so the sample id is "<id>:0".
     def bad_step(tid: str, reason: str, k: int, stage: str = "quality", **changes) -> None:
         lines.append(json.dumps(single_step(store, k, tid, **changes), ensure_ascii=False))
-        c.expected[f"{tid}:0"] = (stage, reason)
+        c.expected[tid] = (stage, reason)
 
     def blob(data: bytes) -> str:
         return store.put(data)
@@ -357,11 +356,16 @@ def build_corpus(root: Path, n_good: int = 24) -> Corpus:
     t = single_step(store, 2014, "q-replay")
     t["verification"] = "replay_failed"
     lines.append(json.dumps(t))
-    c.expected["q-replay:0"] = ("quality", "replay_failed")
+    c.expected["q-replay"] = ("quality", "replay_failed")
     t = single_step(store, 2015, "q-judge")
     t["scores"] = {"judge": 1.0}
     lines.append(json.dumps(t))
-    c.expected["q-judge:0"] = ("quality", "low_judge_score")
+    c.expected["q-judge"] = ("quality", "low_judge_score")
+    # A trajectory whose middle step fails a gate is rejected whole: no step of it reaches the shards.
+    mid = _dump(good_trajectory(store, 2200, tid="q-mid-step", n_steps=3))
+    mid["steps"][1]["action"].update(x=100.0, x_norm=None, y_norm=None)
+    lines.append(json.dumps(mid))
+    c.expected["q-mid-step"] = ("quality", "point_outside_bbox")
 
     # PII that must be redacted (kept, not rejected).
     pii = single_step(store, 2100, "pii-keep", instruction="Type alice@example.com in the field",

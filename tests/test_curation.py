@@ -15,7 +15,7 @@ from PIL import Image
 from pipelines.curation.config import CurateConfig
 from pipelines.curation.dataset import versions
 from pipelines.curation.expectations import ExpectationsFailed
-from pipelines.curation.pipeline import curate
+from pipelines.curation.pipeline import EmptyDataset, curate
 from tests.corpus import build_corpus
 
 pytestmark = pytest.mark.e2e
@@ -142,12 +142,22 @@ def test_failing_output_expectations_fail_the_run_and_publish_nothing(corpus, tm
     assert versions(tmp_path) == [] and not list(tmp_path.glob(".staging-*"))
 
 
-def test_all_rejected_input_still_publishes_a_readable_empty_version(tmp_path):
+def test_all_rejected_input_fails_unless_asked_to_publish_an_empty_version(tmp_path):
     import pandas as pd
+    from typer.testing import CliRunner
+
+    from pipelines.cli import app
 
     src = tmp_path / "bad.jsonl"
     src.write_text('{"id": "t1", "steps": []}\nnot json\n{"id": "t3", "task": 5}\n')
-    result = curate(CurateConfig(inputs=[src], out=tmp_path / "out", instruction_dedupe="off"))
+    with pytest.raises(EmptyDataset, match="every record was rejected"):
+        curate(CurateConfig(inputs=[src], out=tmp_path / "out", instruction_dedupe="off"))
+    assert versions(tmp_path / "out") == [] and not list((tmp_path / "out").glob(".staging-*"))
+    cli = CliRunner().invoke(app, ["curate", "--in", str(src), "--out", str(tmp_path / "out"),
+                                   "--instruction-dedupe", "off"])
+    assert cli.exit_code == 1 and versions(tmp_path / "out") == []
+
+    result = curate(CurateConfig(inputs=[src], out=tmp_path / "out", instruction_dedupe="off", allow_empty=True))
     assert result.manifest["totals"]["samples_kept"] == 0
     df = pd.read_parquet(result.version_dir / "data")
     assert len(df) == 0 and "action" in df.columns

@@ -27,7 +27,7 @@ class CurateProgress:
     """Rich progress for a run: the phase, records read (of the total in the inputs), samples inspected,
     samples and rejects written — fed by ``curate``'s ``status`` and ``progress`` callbacks."""
 
-    ROWS = (("records_read", "read records"), ("samples_inspected", "inspected screenshots"),
+    ROWS = (("records_read", "read records"), ("screens_inspected", "inspected screenshots"),
             ("samples_written", "wrote samples"), ("rejects_written", "wrote rejects"))
 
     def __init__(self, console: PlainConsole, records_total: int):
@@ -87,16 +87,24 @@ def register(app: typer.Typer) -> None:
         max_image_side: int = typer.Option(8192, help="Output expectation: image sides within 1..this."),
         redact_pii: bool = typer.Option(True, "--redact-pii/--no-redact-pii",
                                         help="Redact emails/phones/cards in text and blur them on screenshots."),
+        unit: str = typer.Option("trajectory", help="What is kept or rejected: 'trajectory' (whole trajectories; "
+                                                    "a failing step rejects its trajectory, repeats are weighted) "
+                                                    "or 'step' (rows one by one, for grounding-only datasets)."),
+        max_filter_errors: int = typer.Option(0, help="Filter exceptions tolerated before the run fails (each "
+                                                      "affected record is kept as a <filter>_error reject)."),
+        allow_empty: bool = typer.Option(False, "--allow-empty", help="Publish even when every record was "
+                                                                      "rejected (otherwise that exits 1)."),
     ) -> None:
         """Validate, dedupe, quality-gate and redact trajectories into versioned Parquet shards.
 
-        Every refused record goes to OUT/vNNNN/rejects with its stage and reason; the run fails (and publishes
-        nothing) if the output expectations fail or the counts do not reconcile.
+        Every refused record goes to OUT/vNNNN/rejects with its stage and reason; the run fails (exit 1, nothing
+        published) if a filter raised (past --max-filter-errors), every record was rejected (unless
+        --allow-empty), the output expectations fail or the counts do not reconcile.
         """
         from pipelines.curation.config import CurateConfig
         from pipelines.curation.expectations import ExpectationsFailed
         from pipelines.curation.manifest import AccountingError
-        from pipelines.curation.pipeline import curate
+        from pipelines.curation.pipeline import CurationFailed, curate
         from pipelines.curation.progress import count_input_records
 
         console = PlainConsole()
@@ -107,17 +115,19 @@ def register(app: typer.Typer) -> None:
                 instruction_dedupe=instruction_dedupe, instruction_threshold=instruction_threshold,
                 max_reasoning_tokens=max_reasoning_tokens, judge_key=judge_key, min_judge_score=min_judge_score,
                 max_image_side=max_image_side, runner=runner, workers=workers, job_endpoint=job_endpoint,
-                worker_pool=worker_pool, beam_args=list(beam_arg), redact_pii=redact_pii)
+                worker_pool=worker_pool, beam_args=list(beam_arg), redact_pii=redact_pii, unit=unit,
+                max_filter_errors=max_filter_errors, allow_empty=allow_empty)
         except ValueError as exc:
             raise typer.BadParameter(str(exc)) from None
         try:
             with CurateProgress(console, count_input_records(cfg.inputs)) as bar:
                 result = curate(cfg, status=bar.phase, progress=bar.counts)
-        except (ExpectationsFailed, AccountingError) as exc:
+        except (ExpectationsFailed, AccountingError, CurationFailed) as exc:
             console.print(f"curation failed, nothing published: {exc}", style="red")
             raise typer.Exit(1) from None
         m = result.manifest
         console.print(funnel_table(m))
         t = m["totals"]
-        console.print(f"{t['samples_kept']} samples kept of {t['samples_in']} ({t['records_in']} records read) in "
+        console.print(f"{t['trajectories_kept']} trajectories ({t['trajectories_whole']} whole) and "
+                      f"{t['samples_kept']} samples kept of {t['samples_in']} ({t['records_in']} records read) in "
                       f"{len(m['shards'])} shard(s), {result.seconds:.1f} s → {result.version_dir}")

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+UNITS = ("trajectory", "step")
+
 
 @dataclass
 class CurateConfig:
@@ -30,6 +32,14 @@ class CurateConfig:
     worker_pool: str | None = None  # host:port of an external SDK worker pool (portable runner)
     beam_args: list[str] = field(default_factory=list)
     redact_pii: bool = True
+    # "trajectory": a trajectory is kept or rejected whole (a failing step rejects it, named in the reason) and
+    # repeated rows are weighted; "step": rows are kept or dropped one by one (grounding-only datasets).
+    unit: str = "trajectory"
+    # A filter that raises is a bug: the record is kept among the rejects and the run fails once more than this
+    # many such errors happened (0: any error fails the run; nothing is published).
+    max_filter_errors: int = 0
+    # An all-rejected run is an error (nothing is published) unless this asks to publish the empty version.
+    allow_empty: bool = False
 
     def __post_init__(self) -> None:
         self.inputs = [Path(p) for p in self.inputs]
@@ -43,6 +53,10 @@ class CurateConfig:
                 raise ValueError(f"input {p}: unsupported file type {p.suffix!r} (use .jsonl, .json or .parquet)")
         if self.rows_per_shard < 1 or self.row_group_rows < 1:
             raise ValueError("rows_per_shard and row_group_rows must be positive")
+        if self.unit not in UNITS:
+            raise ValueError(f"unit must be one of {', '.join(UNITS)}, got {self.unit!r}")
+        if self.max_filter_errors < 0:
+            raise ValueError("max_filter_errors must be >= 0")
         if not 0 <= self.phash_distance <= 20:
             raise ValueError("phash_distance must be in 0..20")
         if self.blobs is None:

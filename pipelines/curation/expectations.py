@@ -20,7 +20,8 @@ from schemas.action import ActionType
 from schemas.trajectory import Verification
 
 COLUMNS = ["id", "trajectory_id", "step_index", "num_steps", "task", "image_width", "image_height",
-           "screenshot_sha256", "verification", "gesture_complexity", "num_apps", "distractions", "difficulty"]
+           "screenshot_sha256", "verification", "gesture_complexity", "num_apps", "distractions", "difficulty",
+           "weight"]
 
 
 class ExpectationsFailed(RuntimeError):
@@ -50,6 +51,10 @@ def _suite(gx: Any, max_image_side: int, embedded: bool) -> Any:
         suite.add_expectation(e.ExpectColumnValuesToBeBetween(column=col, min_value=0, max_value=1000))
     suite.add_expectation(e.ExpectColumnValuesToBeBetween(column="gesture_complexity", min_value=1, max_value=5))
     suite.add_expectation(e.ExpectColumnValuesToNotBeNull(column="difficulty"))
+    suite.add_expectation(e.ExpectColumnValuesToBeBetween(column="difficulty", min_value=0, max_value=1))
+    suite.add_expectation(e.ExpectColumnValuesToNotBeNull(column="weight"))
+    suite.add_expectation(e.ExpectColumnValuesToBeBetween(column="weight", min_value=0, max_value=1,
+                                                          strict_min=True))
     if embedded:
         suite.add_expectation(e.ExpectColumnValuesToNotBeNull(column="image_size"))
         suite.add_expectation(e.ExpectColumnValuesToBeBetween(column="image_size", min_value=1))

@@ -2,8 +2,17 @@
 
 The pipeline reads like its diagram::
 
-    read → schema → unique ids → flatten → exact dedupe → quality gates → near-dup screens
-         → near-dup instructions → redact + difficulty → shards        (every stage's rejects → rejects/)
+    plan splits → read + describe (schema, flatten, per-record gates, spool rows)
+      → inspect distinct screenshots → cluster them
+      → quality (per trajectory: a failing step rejects it) → dedupe per (app, device, goal):
+        exact / near-duplicate screens / near-duplicate instructions, one representative per group
+      → unique ids → per-record outcomes → write each split's data shard and reject shard
+
+**Memory.** What crosses a shuffle is facts (hashes, ids, task text: a few hundred bytes per record), the
+per-record outcomes of rejected or re-weighted records, and the hashes of the *distinct* screenshots; records
+are held one at a time by the split readers and rows one row group at a time by the split writers. A
+100k-record run therefore needs little more memory than a 10k one on the in-process runner, and the same
+code spreads over workers on any Beam runner (see ``runners.py`` and docs/curation.md).
 """
 
 from __future__ import annotations
@@ -25,12 +34,25 @@ from pipelines.curation.card import write_card
 from pipelines.curation.config import CurateConfig
 from pipelines.curation.dataset import clean_stale_staging, new_staging, publish
 from pipelines.curation.expectations import validate_shards
-from pipelines.curation.manifest import build_manifest
+from pipelines.curation.manifest import build_manifest, read_json
+from pipelines.curation.plan import Split, plan_splits
 from pipelines.curation.progress import PROGRESS_DIR, ProgressPoller
-from pipelines.curation.read import ReadTrajectories
 from pipelines.curation.runners import quiet_beam, runner_and_options
-from pipelines.curation.write import DATA_DIR, WriteRejects, WriteShards, WriteStats, atomic_parquet, shard_name
+from pipelines.curation.spool import SPOOL_DIR
+from pipelines.curation.write import DATA_DIR, STATS_DIR, atomic_parquet, shard_name, write_json
 from schemas.arrow import SAMPLE_SCHEMA
+
+
+class CurationFailed(RuntimeError):
+    """The run finished but must not publish (nothing was published)."""
+
+
+class FilterErrorsExceeded(CurationFailed):
+    """More filters raised than ``max_filter_errors`` allows: a bug to fix, not data to publish."""
+
+
+class EmptyDataset(CurationFailed):
+    """Every record was rejected and ``allow_empty`` was not set."""
 
 
 @dataclasses.dataclass
@@ -40,28 +62,17 @@ class CurateResult:
     seconds: float
 
 
-def build(p: beam.Pipeline, cfg: CurateConfig, staging: Path, run_time: datetime,
+def build(p: beam.Pipeline, cfg: CurateConfig, splits: list[Split], staging: Path, run_time: datetime,
           progress_dir: str | None = None) -> None:
-    """Add the curation graph to pipeline ``p``, writing into ``staging`` (and progress counts to
-    ``progress_dir`` when given)."""
-    records = p | "Read" >> ReadTrajectories([str(x.resolve()) for x in cfg.inputs], progress_dir)
-    schema = records | "Schema" >> st.ValidateSchema(run_time)
-    ids = schema.kept | "UniqueIds" >> st.UniqueIds(run_time)
-    flat = ids.kept | "Flatten" >> st.FlattenSteps(run_time)
-    exact = flat.kept | "ExactDedupe" >> st.ExactDedupe(cfg, run_time)
-    quality = exact.kept | "Quality" >> st.QualityGates(cfg, run_time, progress_dir)
-    screens = quality.kept | "NearDupScreens" >> st.NearDuplicateScreens(cfg, run_time)
-    tasks = screens.kept | "NearDupInstructions" >> st.NearDuplicateInstructions(cfg, run_time)
-    final = tasks.kept | "Finish" >> st.Finish(cfg.redact_pii)
-
-    outputs = (schema, ids, flat, exact, quality, screens, tasks)
+    """Add the curation graph to pipeline ``p``, writing into ``staging``."""
     stage_dir = str(staging)
-    _ = final | "Shards" >> WriteShards(stage_dir, cfg.blobs, cfg.embed_images, cfg.redact_pii, cfg.rows_per_shard,
-                                        cfg.row_group_rows, progress_dir)
-    rejects = [o.rejected for o in outputs] | "AllRejects" >> beam.Flatten()
-    _ = rejects | "Rejects" >> WriteRejects(stage_dir, cfg.rows_per_shard, cfg.row_group_rows, progress_dir)
-    tallies = [o.tally for o in outputs] | "AllTallies" >> beam.Flatten()
-    _ = tallies | "Tallies" >> WriteStats(stage_dir, "tallies.json")
+    spread = p | "Splits" >> beam.Create(splits) | "Spread" >> beam.Reshuffle()
+    g = st.curation_graph(spread, cfg, stage_dir, progress_dir)
+    _ = spread | "Write" >> beam.ParDo(st.WriteSplits(cfg, stage_dir, run_time, progress_dir),
+                                       beam.pvalue.AsDict(g.outcomes))
+    for name, pcoll in (("tallies.json", g.counted.tallies), ("errors.json", g.counted.error_examples)):
+        _ = (pcoll | f"Collect {name}" >> beam.combiners.ToList()
+             | f"Write {name}" >> beam.Map(write_json, str(staging / STATS_DIR / name)))
 
 
 def _config_dict(cfg: CurateConfig) -> dict[str, Any]:
@@ -80,43 +91,70 @@ def _empty_shard(data_dir: Path) -> Path:
     return path
 
 
+def _check_errors(cfg: CurateConfig, tallies: list[dict[str, Any]], examples: list[dict[str, Any]]) -> None:
+    errors = sum(t["n"] for t in tallies if t["what"] == "rejected" and t.get("error"))
+    if errors > cfg.max_filter_errors:
+        lines = "\n".join(f"  {e['stage']}: {e['record_id']}: {e['reason']}: {e['detail']}" for e in examples)
+        raise FilterErrorsExceeded(
+            f"{errors} filter error(s) (a filter raised instead of deciding; allowed: {cfg.max_filter_errors}). "
+            f"The records are kept as rejects with reason <filter>_error; first ones:\n{lines}")
+
+
+def _check_not_empty(cfg: CurateConfig, tallies: list[dict[str, Any]]) -> None:
+    kept = sum(t["n"] for t in tallies if t["what"] == "final_samples")
+    if kept or cfg.allow_empty:
+        return
+    reasons: dict[str, int] = {}
+    for t in tallies:
+        if t["what"] == "rejected":
+            reasons[f"{t['stage']}:{t['reason']}"] = reasons.get(f"{t['stage']}:{t['reason']}", 0) + t["n"]
+    top = ", ".join(f"{r}={n}" for r, n in sorted(reasons.items(), key=lambda kv: -kv[1])[:5]) or "no records"
+    raise EmptyDataset(f"every record was rejected ({top}); nothing published. Pass --allow-empty to publish "
+                       "an empty version anyway.")
+
+
 def curate(cfg: CurateConfig, status: Callable[[str], None] = lambda _: None,
            progress: Callable[[dict[str, int]], None] | None = None) -> CurateResult:
     """Run the pipeline into a private staging directory; validate, document and publish it as ``OUT/vNNNN``.
 
     ``status(message)`` hears each phase; ``progress(counts)``, when given, hears the workers' running counts
-    (``pipelines.curation.progress``: records read, samples inspected, samples and rejects written) several
-    times a second while the Beam pipeline runs. On any failure (pipeline error, failed expectations, counts
-    that do not reconcile) nothing is published and the exception propagates; the staging directory is removed.
+    (``pipelines.curation.progress``) several times a second while the Beam pipeline runs. On any failure
+    (pipeline error, filter errors past the threshold, an all-rejected run without ``allow_empty``, failed
+    expectations, counts that do not reconcile) nothing is published, the exception propagates and the
+    staging directory is removed.
     """
     started = time.monotonic()
     run_time = datetime.now(UTC).replace(microsecond=0)
     clean_stale_staging(cfg.out)
     staging = new_staging(cfg.out)
     try:
-        status(f"running the Beam pipeline ({cfg.runner})")
+        splits = plan_splits(cfg.inputs, cfg.rows_per_shard)
+        status(f"running the Beam pipeline ({cfg.runner}, {len(splits)} split(s))")
         runner, options = runner_and_options(cfg)
         progress_dir = staging / PROGRESS_DIR
         watch = ProgressPoller(progress_dir, progress) if progress else contextlib.nullcontext()
         with quiet_beam(), watch, beam.Pipeline(runner=runner, options=options) as p:
-            build(p, cfg, staging, run_time, str(progress_dir) if progress else None)
+            build(p, cfg, splits, staging, run_time, str(progress_dir) if progress else None)
+        tallies = read_json(staging / STATS_DIR / "tallies.json")
+        _check_errors(cfg, tallies, read_json(staging / STATS_DIR / "errors.json"))
+        _check_not_empty(cfg, tallies)
         status("checking the output expectations")
         shards = sorted((staging / DATA_DIR).glob("*.parquet"))
         if not shards:
-            # Everything was rejected: still publish a readable (empty) shard, so `data/` loads in every reader.
+            # Everything was rejected and that was asked for: publish a readable (empty) shard anyway.
             shards = [_empty_shard(staging / DATA_DIR)]
         validate_shards(shards, staging / "expectations.json", cfg.max_image_side, cfg.embed_images)
         status("writing manifest and dataset card")
-        run = {"started": run_time.isoformat(), "runner": cfg.runner}
-        manifest = build_manifest(staging, cfg.inputs, _config_dict(cfg), run)
+        run = {"started": run_time.isoformat(), "runner": cfg.runner, "splits": len(splits)}
+        manifest = build_manifest(staging, cfg.inputs, _config_dict(cfg), run, tallies)
 
         def prepare(version: str) -> None:
             manifest["version"] = version
             (staging / "manifest.json").write_text(json.dumps(manifest, indent=1, ensure_ascii=False))
             write_card(manifest, staging, version)
 
-        shutil.rmtree(staging / "_stats", ignore_errors=True)
-        shutil.rmtree(progress_dir, ignore_errors=True)
+        for private in (STATS_DIR, PROGRESS_DIR, SPOOL_DIR):
+            shutil.rmtree(staging / private, ignore_errors=True)
         version_dir = publish(staging, cfg.out, prepare)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)

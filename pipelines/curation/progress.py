@@ -27,7 +27,7 @@ PROGRESS_DIR = "_progress"
 
 # What the pipeline counts (names used by the DoFns and shown by the CLI).
 RECORDS_READ = "records_read"
-SAMPLES_INSPECTED = "samples_inspected"
+SCREENS_INSPECTED = "screens_inspected"  # distinct screenshots decoded and hashed
 SAMPLES_WRITTEN = "samples_written"
 REJECTS_WRITTEN = "rejects_written"
 

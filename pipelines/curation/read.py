@@ -1,7 +1,8 @@
-"""Reading input files into ``SourceRecord``s: JSON Lines through ``schemas.recordio``, Parquet row by row.
+"""Reading one split: its records parsed into ``SourceRecord``s, or just their raw text (for reject payloads).
 
-Parquet rows are parsed here (not via ``iter_parquet``) so that a bad row keeps its content as JSON text in
-the reject payload: a refused record must be fixable and re-feedable, not just counted.
+JSON Lines go through ``schemas.recordio.parse_jsonl_line`` (the same rules as every other reader); Parquet rows
+are parsed here so a bad row keeps its content as JSON text: a refused record must be fixable and re-feedable,
+not just counted. Every record comes with its key (``plan.record_key``).
 """
 
 from __future__ import annotations
@@ -10,75 +11,100 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
-import apache_beam as beam
 import pyarrow.parquet as pq
 
 from filters.item import SourceRecord
-from pipelines.curation.progress import RECORDS_READ, ProgressCounter
+from pipelines.curation.plan import Split, record_key
 from schemas.errors import RecordValidationError
-from schemas.recordio import iter_jsonl
+from schemas.recordio import Parsed, iter_jsonl, parse_jsonl_line
 from schemas.records import parse_record
 from schemas.trajectory import Trajectory
 
 
-def _as_trajectory(rec: object) -> Trajectory | None:
-    return rec if isinstance(rec, Trajectory) else None
+def _lines(split: Split) -> Iterator[tuple[int, bytes]]:
+    """(line number, raw bytes) of every line of a JSON Lines split."""
+    with open(split.path, "rb") as f:
+        f.seek(split.start)
+        n, pos = split.first_line, split.start
+        while pos < split.end:
+            raw = f.readline()
+            if not raw:
+                break
+            yield n, raw
+            n += 1
+            pos += len(raw)
 
 
-def read_source(path: str) -> Iterator[SourceRecord]:
-    """Every record of one file, valid or not, labelled ``<file name>:<line or row>``."""
-    p = Path(path)
-    name = p.name
-    if p.suffix.lower() == ".parquet":
-        pf = pq.ParquetFile(p)
-        n = 0
-        for batch in pf.iter_batches(batch_size=128):
-            for row in batch.to_pylist():
-                n += 1
-                raw = json.dumps(row, ensure_ascii=False, default=str)
-                try:
-                    yield SourceRecord(f"{name}:{n}", record=_as_trajectory(parse_record(row, "trajectory", n)))
-                except RecordValidationError as exc:
-                    yield SourceRecord(f"{name}:{n}", errors=exc.errors, raw=raw)
-        return
-    for parsed in iter_jsonl(p, "trajectory"):
-        src = f"{name}:{parsed.line}"
-        if parsed.ok:
-            yield SourceRecord(src, record=_as_trajectory(parsed.record))
-        else:
-            yield SourceRecord(src, errors=parsed.errors, raw=parsed.raw)
+def _parquet_rows(split: Split) -> Iterator[tuple[int, dict]]:
+    """(row number, row) of a Parquet split (rows before the split are skipped batch by batch)."""
+    pf = pq.ParquetFile(split.path)
+    row = 0
+    for batch in pf.iter_batches(batch_size=128):
+        if row + batch.num_rows <= split.start:
+            row += batch.num_rows
+            continue
+        for r in batch.to_pylist():
+            if split.start <= row < split.end:
+                yield row + 1, r
+            row += 1
+        if row >= split.end:
+            return
 
 
-class ReadSource(beam.DoFn):
-    """``read_source`` as a DoFn that reports how many records it has read (see ``progress``)."""
-
-    def __init__(self, progress_dir: str | None = None):
-        self.progress_dir = progress_dir
-
-    def setup(self):
-        self.progress = ProgressCounter(self.progress_dir)
-
-    def process(self, path: str) -> Iterator[SourceRecord]:
-        for record in read_source(path):
-            self.progress.inc(RECORDS_READ)
-            yield record
-
-    def finish_bundle(self):
-        self.progress.flush()
+def _source(split: Split, parsed: Parsed) -> SourceRecord:
+    src = f"{Path(split.path).name}:{parsed.line}"
+    if parsed.ok:
+        rec = parsed.record
+        return SourceRecord(src, record=rec if isinstance(rec, Trajectory) else None)
+    return SourceRecord(src, errors=tuple(parsed.errors), raw=parsed.raw.rstrip("\n"))
 
 
-class ReadTrajectories(beam.PTransform):
-    """Files → SourceRecords, redistributed so later stages run in parallel across workers."""
+def read_split(split: Split) -> Iterator[tuple[int, SourceRecord]]:
+    """Every record of the split, valid or not."""
+    fi = split.file_index
+    if split.format == "json":
+        for parsed in iter_jsonl(split.path, "trajectory"):
+            yield record_key(fi, parsed.line), _source(split, parsed)
+    elif split.format == "parquet":
+        for n, row in _parquet_rows(split):
+            src = f"{Path(split.path).name}:{n}"
+            try:
+                rec = parse_record(row, "trajectory", n)
+                yield record_key(fi, n), SourceRecord(src, record=rec if isinstance(rec, Trajectory) else None)
+            except RecordValidationError as exc:
+                yield record_key(fi, n), SourceRecord(src, errors=tuple(exc.errors),
+                                                      raw=json.dumps(row, ensure_ascii=False, default=str))
+    else:
+        for n, raw in _lines(split):
+            parsed = parse_jsonl_line(raw, n, "trajectory")
+            if parsed is not None:
+                yield record_key(fi, n), _source(split, parsed)
 
-    def __init__(self, paths: list[str], progress_dir: str | None = None):
-        super().__init__()
-        self.paths = sorted(paths)
-        self.progress_dir = progress_dir
 
-    def expand(self, pbegin):
-        return (
-            pbegin
-            | "Files" >> beam.Create(self.paths)
-            | "Parse" >> beam.ParDo(ReadSource(self.progress_dir))
-            | "Spread" >> beam.Reshuffle()
-        )
+def raw_texts(split: Split, keys: set[int]) -> dict[int, str]:
+    """The input text of the split's records named by ``keys`` (the payload of their reject rows)."""
+    out: dict[int, str] = {}
+    if not keys:
+        return out
+    fi = split.file_index
+    if split.format == "jsonl":
+        for n, raw in _lines(split):
+            k = record_key(fi, n)
+            if k in keys:
+                out[k] = raw.decode("utf-8", "replace").rstrip("\n")
+    elif split.format == "parquet":
+        for n, row in _parquet_rows(split):
+            k = record_key(fi, n)
+            if k in keys:
+                out[k] = json.dumps(row, ensure_ascii=False, default=str)
+    else:
+        text = Path(split.path).read_bytes().decode("utf-8", "replace")
+        try:
+            items = json.loads(text)
+        except ValueError:
+            return dict.fromkeys(keys, text[:100_000])  # the unreadable array is the one record
+        for n, item in enumerate(items, start=1):
+            k = record_key(fi, n)
+            if k in keys:
+                out[k] = json.dumps(item, ensure_ascii=False, default=str)
+    return out

@@ -1,232 +1,292 @@
-"""The curation stages as composite Beam transforms; each reads like one box of the pipeline diagram.
+"""The curation stages as Beam transforms: thin adapters around the engine-free decisions in ``filters/``.
 
-Every stage returns ``StageOutput(kept, rejected, tally)`` where ``tally`` holds the stage's input, kept and
-rejected counts computed from the three PCollections independently — the manifest checks
-input = kept + rejected for every stage from these numbers, so an accounting bug cannot hide.
-Grouping stages (dedupe) shuffle only ids, hashes and record metadata: screenshot bytes are read by
-``InspectScreens`` (hashes kept, bytes dropped) and again only by the shard writer.
+Elements are frozen values (facts, members, rejections); no transform mutates its input. What crosses a
+shuffle is small by construction: split descriptors, ``TrajectoryFacts`` (hashes, ids, the task text),
+dedupe ``Member``s, ``Rejection``s and ``ScreenFacts`` of distinct screenshots — never a record or an image.
+The records themselves are read twice, in bounded splits: once by ``DescribeSplits`` (which spools their rows)
+and once more, for reject payloads only, by ``WriteSplits``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, replace
 from datetime import datetime
+from pathlib import Path
+from typing import Any
 
 import apache_beam as beam
+from apache_beam.metrics import Metrics
 
-from filters.action_filters import ActionValidForPlatform, CoordsInImage, PointInTarget
-from filters.base import KEPT, REJECTED, apply_filters
-from filters.image_filters import ImageSizeMatches, ImageUsable
-from filters.item import Item
-from filters.record_filters import Flattenable, SchemaValid, UniqueId
+from filters.dedupe import Member, Survivor, group_key, resolve, resolve_ids, step_members, trajectory_member
+from filters.facts import TrajectoryFacts
+from filters.hash_clusters import cluster_screens
+from filters.item import ScreenFacts
+from filters.quality import quality_rejections, screen_gates
 from filters.screenshot import inspect_blob
-from filters.text_filters import InstructionPresent, LanguageMatches, ReasoningConsistent, ReasoningLength
-from filters.verdict_filters import JudgeScoreAtLeast, NotDuplicate, ReplaySucceeded
-from pipelines.curation import functions as fn
+from filters.text_similarity import make_clusterer
+from filters.verdicts import RecordOutcome, Rejection, Weights, merge
 from pipelines.curation.config import CurateConfig
-from pipelines.curation.progress import SAMPLES_INSPECTED, ProgressCounter
+from pipelines.curation.describe import DescribeSettings, SplitDescriber
+from pipelines.curation.plan import Split, source_of
+from pipelines.curation.progress import RECORDS_READ, SCREENS_INSPECTED, ProgressCounter
+from pipelines.curation.quiet import no_hf_progress_bars
+from pipelines.curation.write import SplitWriter
 from schemas.blobstore import BlobStore
 
-
-@dataclass
-class StageOutput:
-    kept: beam.PCollection
-    rejected: beam.PCollection
-    tally: beam.PCollection
+REJECTED = "rejected"
+RECORDS = "records"
 
 
-def _count(label: str, pcoll: beam.PCollection, stage: str, unit: str, what: str) -> beam.PCollection:
-    return (pcoll | f"{label}Count{what}" >> beam.combiners.Count.Globally()
-            | f"{label}Tag{what}" >> beam.Map(lambda n, s=stage, u=unit, w=what: {"stage": s, "unit": u,
-                                                                                  "what": w, "n": int(n)}))
+@dataclass(frozen=True)
+class ScreenTable:
+    """What the quality and dedupe stages need to know about every distinct screenshot of the run."""
+
+    facts: dict[str, ScreenFacts]  # sha → inspection result (hashes dropped)
+    clusters: dict[str, str]  # sha → near-duplicate cluster id, for clustered screenshots only
 
 
-def tally(label: str, stage: str, unit: str, inp, kept, rejected) -> beam.PCollection:
-    return (
-        (_count(label, inp, stage, unit, "in"), _count(label, kept, stage, unit, "kept"),
-         _count(label, rejected, stage, unit, "rejected"))
-        | f"{label}Tally" >> beam.Flatten()
-    )
+def build_screen_table(facts: Iterable[ScreenFacts], phash_distance: int, detail_distance: int) -> ScreenTable:
+    facts = list(facts)
+    usable = [(f.sha256, f.phash, f.dhash) for f in facts if not f.problem]
+    return ScreenTable({f.sha256: replace(f, phash=0, dhash=b"") for f in facts},
+                       cluster_screens(usable, phash_distance, detail_distance))
 
 
-def _filter_stage(label: str, stage: str, unit: str, pcoll, filters, record_id, payload,
-                  run_time: datetime) -> StageOutput:
-    out = pcoll | f"{label}Filter" >> apply_filters(stage, filters, record_id, payload, run_time)
-    kept, rejected = out[KEPT], out[REJECTED]
-    return StageOutput(kept, rejected, tally(label, stage, unit, pcoll, kept, rejected))
+class DescribeSplits(beam.DoFn):
+    """Split → ``TrajectoryFacts`` (main), ``(key, Rejection)`` (``rejected``), record count (``records``)."""
 
+    def __init__(self, settings: DescribeSettings, progress_dir: str | None = None):
+        self.settings, self.progress_dir = settings, progress_dir
 
-class ValidateSchema(beam.PTransform):
-    """Parsed input → valid trajectories; anything the schema refused is rejected with a reason code."""
+    def setup(self) -> None:
+        self.progress = ProgressCounter(self.progress_dir)
 
-    def __init__(self, run_time: datetime):
-        super().__init__()
-        self.run_time = run_time
+    def finish_bundle(self) -> None:
+        self.progress.flush()
 
-    def expand(self, records):
-        return _filter_stage("Schema", "schema", "record", records, [SchemaValid()], fn.source_id,
-                             fn.source_payload, self.run_time)
-
-
-class UniqueIds(beam.PTransform):
-    """One trajectory per id: the same record ingested twice, or two records claiming one id."""
-
-    def __init__(self, run_time: datetime):
-        super().__init__()
-        self.run_time = run_time
-
-    def expand(self, trajs):
-        marked = (trajs | "KeyById" >> beam.Map(lambda r: (r.record.id, r)) | "GroupById" >> beam.GroupByKey()
-                  | "MarkIds" >> beam.FlatMap(fn.mark_unique_ids))
-        out = marked | "IdsFilter" >> apply_filters("unique_ids", [UniqueId()], fn.source_id, fn.source_payload,
-                                                    self.run_time)
-        return StageOutput(out[KEPT], out[REJECTED],
-                           tally("Ids", "unique_ids", "record", trajs, out[KEPT], out[REJECTED]))
-
-
-class FlattenSteps(beam.PTransform):
-    """Trajectories → one Item per step (the unit of every later stage and of the shards)."""
-
-    def __init__(self, run_time: datetime):
-        super().__init__()
-        self.run_time = run_time
-
-    def expand(self, trajs):
-        out = _filter_stage("Flatten", "flatten", "record", trajs, [Flattenable()], fn.source_id,
-                            fn.source_payload, self.run_time)
-        return StageOutput(out.kept | "Steps" >> beam.FlatMap(fn.flatten), out.rejected, out.tally)
-
-
-class ExactDedupe(beam.PTransform):
-    """Same screenshot, same action, same words (``Sample.content_hash``) → keep the best one."""
-
-    def __init__(self, cfg: CurateConfig, run_time: datetime):
-        super().__init__()
-        self.cfg, self.run_time = cfg, run_time
-
-    def expand(self, items):
-        marked = (items | "KeyByContent" >> beam.Map(fn.by_content) | "GroupByContent" >> beam.GroupByKey()
-                  | "MarkExact" >> beam.FlatMap(fn.mark_group("exact_duplicate", self.cfg.judge_key)))
-        out = marked | "ExactFilter" >> apply_filters("exact_dedupe", [NotDuplicate()], fn.item_id,
-                                                      fn.item_payload, self.run_time)
-        return StageOutput(out[KEPT], out[REJECTED],
-                           tally("Exact", "exact_dedupe", "sample", items, out[KEPT], out[REJECTED]))
+    def process(self, split: Split) -> Iterator[Any]:
+        describer = SplitDescriber(self.settings)
+        for out in describer.run(split):
+            self.progress.inc(RECORDS_READ)
+            if isinstance(out, TrajectoryFacts):
+                yield out
+            else:
+                yield beam.pvalue.TaggedOutput(REJECTED, out)
+        yield beam.pvalue.TaggedOutput(RECORDS, describer.records)
 
 
 class InspectScreens(beam.DoFn):
-    """Attach ``ScreenFacts`` to each item: read the blob once per worker and screenshot, keep only hashes."""
+    """Distinct screenshot sha → ``ScreenFacts``: read once (hash-verified), decoded, hashed; bytes dropped."""
 
-    def __init__(self, blobs: str, cache_size: int = 4096, progress_dir: str | None = None):
-        self.blobs = blobs
-        self.cache_size = cache_size
-        self.progress_dir = progress_dir
+    def __init__(self, blobs: str, progress_dir: str | None = None):
+        self.blobs, self.progress_dir = blobs, progress_dir
 
-    def setup(self):
+    def setup(self) -> None:
         self.store = BlobStore(self.blobs)
-        self.cache = {}
         self.progress = ProgressCounter(self.progress_dir)
 
-    def finish_bundle(self):
+    def finish_bundle(self) -> None:
         self.progress.flush()
 
-    def process(self, it: Item):
-        sha = it.sample.screenshot_sha256
-        facts = self.cache.get(sha)
-        if facts is None:
-            facts = inspect_blob(self.store, sha)
-            if len(self.cache) >= self.cache_size:
-                self.cache.pop(next(iter(self.cache)))
-            self.cache[sha] = facts
-        it.screen = facts
-        self.progress.inc(SAMPLES_INSPECTED)
-        yield it
+    def process(self, sha: str) -> Iterator[ScreenFacts]:
+        self.progress.inc(SCREENS_INSPECTED)
+        yield inspect_blob(self.store, sha)
 
 
-class QualityGates(beam.PTransform):
-    """Cheap text/geometry checks, then the screenshot checks; first failing gate names the reason."""
+class Gate(beam.DoFn):
+    """The quality stage's decision per trajectory, then its dedupe member(s) keyed by group."""
 
-    def __init__(self, cfg: CurateConfig, run_time: datetime, progress_dir: str | None = None):
-        super().__init__()
-        self.cfg, self.run_time, self.progress_dir = cfg, run_time, progress_dir
+    def __init__(self, unit: str):
+        self.unit = unit
 
-    def expand(self, items):
-        cfg = self.cfg
-        gates = [
-            InstructionPresent(), LanguageMatches(), ReasoningLength(cfg.max_reasoning_tokens),
-            ReasoningConsistent(), ActionValidForPlatform(), CoordsInImage(), PointInTarget(),
-            ReplaySucceeded(), JudgeScoreAtLeast(cfg.judge_key, cfg.min_judge_score),
-            ImageUsable(), ImageSizeMatches(),
-        ]
-        inspected = items | "InspectScreens" >> beam.ParDo(InspectScreens(cfg.blobs, progress_dir=self.progress_dir))
-        return _filter_stage("Quality", "quality", "sample", inspected, gates, fn.item_id, fn.item_payload,
-                             self.run_time)
+    def setup(self) -> None:
+        self.gates = screen_gates()
 
-
-class NearDuplicateScreens(beam.PTransform):
-    """Same action on near-identical screens (pHash candidates, 1024-bit dHash verify, union-find).
-
-    Clustering runs in one worker over every distinct screenshot's hashes (see ``filters.hash_clusters`` for
-    the measured limit: 1M hashes in ~14 s; memory, ~0.4 KB per distinct screen, is what bounds it)."""
-
-    def __init__(self, cfg: CurateConfig, run_time: datetime):
-        super().__init__()
-        self.cfg, self.run_time = cfg, run_time
-
-    def expand(self, items):
-        cfg = self.cfg
-        clusters = (
-            items
-            | "ScreenHashes" >> beam.Map(fn.screen_entry)
-            | "DistinctScreens" >> beam.CombinePerKey(fn.first)
-            | "AllScreens" >> beam.combiners.ToList()
-            | "Cluster" >> beam.Map(fn.cluster_screens, cfg.phash_distance, cfg.detail_distance)
-        )
-        marked = (
-            items
-            | "KeyByCluster" >> beam.Map(fn.by_screen_cluster, beam.pvalue.AsSingleton(clusters))
-            | "GroupByCluster" >> beam.GroupByKey()
-            | "MarkNearScreens" >> beam.FlatMap(fn.mark_group("near_duplicate_screen", cfg.judge_key))
-        )
-        out = marked | "ScreensFilter" >> apply_filters("near_dup_screens", [NotDuplicate()], fn.item_id,
-                                                        fn.item_payload, self.run_time)
-        return StageOutput(out[KEPT], out[REJECTED],
-                           tally("Screens", "near_dup_screens", "sample", items, out[KEPT], out[REJECTED]))
+    def process(self, f: TrajectoryFacts, table: ScreenTable) -> Iterator[Any]:
+        rejections = quality_rejections(f, table.facts, self.gates, self.unit)
+        for r in rejections:
+            yield beam.pvalue.TaggedOutput(REJECTED, (f.key, r))
+        if self.unit == "trajectory":
+            if not rejections:
+                yield group_key(f), trajectory_member(f, table.clusters)
+        else:
+            yield from step_members(f, table.clusters, skip={r.step for r in rejections})
 
 
-class NearDuplicateInstructions(beam.PTransform):
-    """Per app, trajectories whose tasks say the same thing: keep the best trajectory of each cluster."""
+class DedupeGroups(beam.DoFn):
+    """(group, members) → ``(key, Rejection)`` (``rejected``) and survivors keyed by their id (main)."""
 
-    def __init__(self, cfg: CurateConfig, run_time: datetime):
-        super().__init__()
-        self.cfg, self.run_time = cfg, run_time
+    def __init__(self, names: list[str], backend: str, threshold: float | None, unit: str):
+        self.names, self.backend, self.threshold, self.unit = names, backend, threshold, unit
 
-    def expand(self, items):
-        cfg = self.cfg
-        reps = (
-            items
-            | "TaskEntries" >> beam.Map(fn.trajectory_entry, cfg.judge_key)
-            | "DistinctTrajectories" >> beam.CombinePerKey(fn.first)
-            | "ByApp" >> beam.Map(fn.to_app_key)
-            | "GroupByApp" >> beam.GroupByKey()
-            | "ClusterTasks" >> beam.FlatMap(fn.near_duplicate_tasks, cfg.instruction_dedupe,
-                                             cfg.instruction_threshold)
-        )
-        marked = (items | "ClearMarks" >> beam.Map(fn.clear_duplicate)
-                  | "MarkNearTasks" >> beam.Map(fn.mark_task_duplicate, beam.pvalue.AsDict(reps)))
-        out = marked | "TasksFilter" >> apply_filters("near_dup_instructions", [NotDuplicate()], fn.item_id,
-                                                      fn.item_payload, self.run_time)
-        return StageOutput(out[KEPT], out[REJECTED],
-                           tally("Tasks", "near_dup_instructions", "sample", items, out[KEPT], out[REJECTED]))
+    def setup(self) -> None:
+        self.clusterer = make_clusterer(self.backend, self.threshold) if self.unit == "trajectory" else None
+
+    def _source(self, key: int) -> str:
+        return source_of(key, self.names)
+
+    def process(self, group: tuple[str, Iterable[Member]]) -> Iterator[Any]:
+        with no_hf_progress_bars():  # the embedding model's "Loading weights" bar, drawn by each worker
+            rejections, survivors = resolve(group[1], self._source, self.clusterer)
+        for kr in rejections:
+            yield beam.pvalue.TaggedOutput(REJECTED, kr)
+        for s in survivors:
+            yield s.id, s
 
 
-class Finish(beam.PTransform):
-    """Kept samples → PII-redacted text and difficulty columns (screens are blurred by the writer)."""
+class UniqueIdsFn(beam.DoFn):
+    """(id, survivors) → one survivor per id (main), the others ``(key, Rejection)`` (``rejected``)."""
 
-    def __init__(self, redact: bool):
-        super().__init__()
-        self.redact = redact
+    def __init__(self, names: list[str]):
+        self.names = names
 
-    def expand(self, items):
-        if self.redact:
-            items = items | "RedactText" >> beam.Map(fn.redact)
-        return items | "Difficulty" >> beam.Map(fn.add_difficulty)
+    def process(self, group: tuple[str, Iterable[Survivor]]) -> Iterator[Any]:
+        rejections, best = resolve_ids(group[1], lambda k: source_of(k, self.names))
+        for kr in rejections:
+            yield beam.pvalue.TaggedOutput(REJECTED, kr)
+        if best is not None:
+            yield best
+
+
+def _weights(s: Survivor) -> Iterator[tuple[int, Weights]]:
+    if s.weights:
+        yield s.key, Weights(s.weights)
+
+
+def _outcome(kv: tuple[int, Iterable[Rejection | Weights]]) -> tuple[int, RecordOutcome]:
+    return kv[0], merge(kv[1])
+
+
+class WriteSplits(beam.DoFn):
+    """Split + every record's outcome (side input) → the split's data shard and reject shard."""
+
+    def __init__(self, cfg: CurateConfig, staging: str, run_time: datetime, progress_dir: str | None = None):
+        self.args = (staging, str(cfg.blobs), cfg.embed_images, cfg.redact_pii, cfg.row_group_rows, run_time)
+        self.progress_dir = progress_dir
+        self._keys: tuple[int, list[int]] | None = None
+
+    def setup(self) -> None:
+        self.progress = ProgressCounter(self.progress_dir)
+        self.writer = SplitWriter(*self.args, progress=self.progress)
+        self.blurred = Metrics.counter("curate.write", "pii_regions_blurred")
+
+    def finish_bundle(self) -> None:
+        self.progress.flush()
+
+    def _sorted_keys(self, outcomes: Mapping[int, RecordOutcome]) -> list[int]:
+        if self._keys is None or self._keys[0] != id(outcomes):
+            self._keys = (id(outcomes), sorted(outcomes))
+        return self._keys[1]
+
+    def process(self, split: Split, outcomes: Mapping[int, RecordOutcome]) -> Iterator[dict]:
+        before = self.writer.blurred
+        yield self.writer.write(split, outcomes, self._sorted_keys(outcomes))
+        self.blurred.inc(self.writer.blurred - before)
+
+
+# --- counting ----------------------------------------------------------------------------------------------------
+
+def _tally(label: str, pcoll: beam.PCollection, what: str, samples: bool = False) -> beam.PCollection:
+    """{"what": what, "n": count} of a PCollection (or the sum of its ``samples`` when asked)."""
+    if samples:
+        counted = pcoll | f"{label}Samples" >> beam.Map(_samples) | f"{label}Sum" >> beam.CombineGlobally(sum)
+    else:
+        counted = pcoll | f"{label}Count" >> beam.combiners.Count.Globally()
+    return counted | f"{label}Tag" >> beam.Map(lambda n, w=what: {"what": w, "n": int(n)})
+
+
+def _samples(x: Any) -> int:
+    if isinstance(x, TrajectoryFacts):
+        return len(x.steps)
+    if isinstance(x, Survivor):
+        return x.samples
+    return int(x)
+
+
+def _reason_key(kr: tuple[int, Rejection]) -> tuple[tuple[str, str, bool], int]:
+    r = kr[1]
+    return (r.stage, r.reason, r.error), 1
+
+
+def _reason_row(kv: tuple[tuple[str, str, bool], int]) -> dict:
+    (stage, reason, error), n = kv
+    return {"what": "rejected", "stage": stage, "reason": reason, "error": error, "n": int(n)}
+
+
+def _error_example(kr: tuple[int, Rejection]) -> tuple[str, str, str, str]:
+    r = kr[1]
+    return r.stage, r.reason, r.record_id, r.detail[:300]
+
+
+@dataclass
+class Counted:
+    """The PCollections whose sizes the manifest reconciles."""
+
+    tallies: beam.PCollection
+    error_examples: beam.PCollection
+
+
+def count_everything(records: beam.PCollection, facts: beam.PCollection, members: beam.PCollection,
+                     survivors: beam.PCollection, final: beam.PCollection,
+                     rejections: beam.PCollection) -> Counted:
+    """Stage sizes from independent PCollections: records read, facts, dedupe members, survivors, kept, and
+    rejections per (stage, reason)."""
+    parts = [
+        records | "RecordsSum" >> beam.CombineGlobally(sum) | "RecordsTag" >> beam.Map(
+            lambda n: {"what": "records", "n": int(n)}),
+        _tally("Facts", facts, "facts"),
+        _tally("FactSteps", facts, "facts_samples", samples=True),
+        _tally("Members", members, "members"),
+        _tally("Survivors", survivors, "survivors"),
+        _tally("Final", final, "final"),
+        _tally("FinalSteps", final, "final_samples", samples=True),
+        rejections | "ReasonKey" >> beam.Map(_reason_key) | "ReasonCount" >> beam.CombinePerKey(sum)
+        | "ReasonRow" >> beam.Map(_reason_row),
+    ]
+    examples = (rejections | "Errors" >> beam.Filter(lambda kr: kr[1].error)
+                | "ErrorExample" >> beam.Map(_error_example)
+                | "FirstErrors" >> beam.combiners.Top.Smallest(5)
+                | "ErrorRows" >> beam.FlatMap(lambda xs: [dict(zip(("stage", "reason", "record_id", "detail"), x,
+                                                                    strict=True)) for x in xs]))
+    return Counted(parts | "AllTallies" >> beam.Flatten(), examples)
+
+
+# --- the graph -----------------------------------------------------------------------------------------------------
+
+@dataclass
+class Graph:
+    splits: beam.PCollection
+    outcomes: beam.PCollection
+    counted: Counted
+
+
+def curation_graph(splits: beam.PCollection, cfg: CurateConfig, staging: str,
+                   progress_dir: str | None = None) -> Graph:
+    """Splits → per-record outcomes (and the counts), every decision made on facts."""
+    names = [Path(p).name for p in cfg.inputs]
+    settings = DescribeSettings(staging, cfg.judge_key, cfg.min_judge_score, cfg.max_reasoning_tokens,
+                                cfg.redact_pii, cfg.row_group_rows)
+    read = splits | "Describe" >> beam.ParDo(DescribeSplits(settings, progress_dir)).with_outputs(
+        REJECTED, RECORDS, main="facts")
+    facts = read["facts"]
+    table = (facts | "Screenshots" >> beam.FlatMap(lambda f: sorted({s.screenshot for s in f.steps}))
+             | "DistinctScreens" >> beam.Distinct()
+             | "Inspect" >> beam.ParDo(InspectScreens(str(cfg.blobs), progress_dir))
+             | "AllScreens" >> beam.combiners.ToList()
+             | "ScreenTable" >> beam.Map(build_screen_table, cfg.phash_distance, cfg.detail_distance))
+    gated = facts | "Quality" >> beam.ParDo(Gate(cfg.unit), beam.pvalue.AsSingleton(table)).with_outputs(
+        REJECTED, main="members")
+    deduped = (gated["members"] | "GroupForDedupe" >> beam.GroupByKey()
+               | "Dedupe" >> beam.ParDo(DedupeGroups(names, cfg.instruction_dedupe, cfg.instruction_threshold,
+                                                     cfg.unit)).with_outputs(REJECTED, main="survivors"))
+    unique = (deduped["survivors"] | "GroupById" >> beam.GroupByKey()
+              | "UniqueIds" >> beam.ParDo(UniqueIdsFn(names)).with_outputs(REJECTED, main="kept"))
+    rejections = ((read[REJECTED], gated[REJECTED], deduped[REJECTED], unique[REJECTED])
+                  | "AllRejections" >> beam.Flatten())
+    weights = unique["kept"] | "Weights" >> beam.FlatMap(_weights)
+    outcomes = ((rejections, weights) | "Verdicts" >> beam.Flatten() | "ByRecord" >> beam.GroupByKey()
+                | "Outcome" >> beam.Map(_outcome))
+    counted = count_everything(read[RECORDS], facts, gated["members"], deduped["survivors"], unique["kept"],
+                               rejections)
+    return Graph(splits, outcomes, counted)

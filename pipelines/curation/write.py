@@ -1,59 +1,91 @@
-"""Writing shards: deterministic names, explicit schema, bounded row groups, temp file + rename.
+"""Writing one split's output: its kept rows as one data shard, its rejects as one reject shard.
 
-Rows are assigned to shards by a stable hash of a key (trajectory id for samples, so a trajectory's steps
-share a shard; record id for rejects) over a shard count derived from the row count — so the same input
-gives the same shard names and contents on any runner. A shard is written to a hidden temporary name in the
-same directory, fsynced, then renamed: a killed worker leaves at most a ``.tmp`` file, never a partial shard
-under a real name. Screenshot bytes are read from the blob store here, one row group at a time.
+Each split's writer streams the split's spooled rows (``spool``) batch by batch, drops what the verdicts reject,
+sets each kept row's ``weight``, attaches the screenshot (read from the blob store, blurred where PII was found)
+and writes ``data/shard-<split>-of-<splits>.parquet``; every rejected record or step becomes one row of
+``rejects/rejects-<split>-of-<splits>.parquet`` with its stage, reason, detail and the record itself (the input
+text for whole records, the row for single steps). A split with nothing kept (or nothing rejected) writes no
+such file. Names and contents depend only on the input and the verdicts, never on the runner.
+
+Files are written under a hidden temporary name, fsynced and renamed, so a killed worker leaves at most a
+``.tmp`` file, never a partial shard under a real name. Memory is bounded by one row group of screenshots.
+Screenshot bytes are not re-hashed here: inspection already read them hash-verified in this run, and the blob
+store is content-addressed (immutable).
 """
 
 from __future__ import annotations
 
+import bisect
 import json
 import os
 import uuid
-from collections.abc import Iterable, Iterator
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from datetime import datetime
 from pathlib import Path
+from typing import Any
 
-import apache_beam as beam
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from filters.item import Item
 from filters.pii import blur_regions
-from pipelines.curation.functions import shard_of
+from filters.verdicts import RecordOutcome, Rejection
+from pipelines.curation.plan import Split
 from pipelines.curation.progress import REJECTS_WRITTEN, SAMPLES_WRITTEN, ProgressCounter
-from schemas import Reject
-from schemas.arrow import REJECT_SCHEMA, SAMPLE_SCHEMA, to_row
+from pipelines.curation.read import raw_texts
+from pipelines.curation.spool import KEY, PII, read_spool, spool_path
+from schemas import Reject, Sample
+from schemas.arrow import REJECT_SCHEMA, SAMPLE_SCHEMA, from_row, to_row
 from schemas.blobstore import BlobStore
 
 DATA_DIR = "data"
 REJECTS_DIR = "rejects"
 STATS_DIR = "_stats"
+# PNG bytes are already compressed: zstd would spend CPU for nothing on the image column.
+COMPRESSION = {f.name: ("none" if f.name == "image" else "zstd") for f in SAMPLE_SCHEMA}
+DICTIONARY = [f.name for f in SAMPLE_SCHEMA if f.name != "image"]
 
 
 def shard_name(prefix: str, index: int, count: int) -> str:
     return f"{prefix}-{index:05d}-of-{count:05d}.parquet"
 
 
+class _AtomicParquet:
+    """A Parquet file written under a temporary name, renamed into place on ``close``."""
+
+    def __init__(self, path: Path, schema: pa.Schema, **options: Any):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path, self.tmp = path, path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+        self.writer = pq.ParquetWriter(self.tmp, schema, **options)
+        self.rows = 0
+
+    def write(self, table: pa.Table, row_group_rows: int) -> None:
+        self.writer.write_table(table, row_group_size=row_group_rows)
+        self.rows += table.num_rows
+
+    def close(self) -> int:
+        self.writer.close()
+        with open(self.tmp, "rb") as f:
+            os.fsync(f.fileno())
+        os.replace(self.tmp, self.path)
+        return self.rows
+
+    def abort(self) -> None:
+        self.writer.close()
+        self.tmp.unlink(missing_ok=True)
+
+
 def atomic_parquet(path: Path, schema: pa.Schema, batches: Iterable[list[dict]], row_group_rows: int) -> int:
     """Write row batches to ``path`` via a temporary file and a rename; returns the row count."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-    rows = 0
+    out = _AtomicParquet(path, schema, compression="zstd")
     try:
-        with pq.ParquetWriter(tmp, schema, compression="zstd") as writer:
-            for batch in batches:
-                if batch:
-                    writer.write_table(pa.Table.from_pylist(batch, schema=schema), row_group_size=row_group_rows)
-                    rows += len(batch)
-        with open(tmp, "rb") as f:
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-    return rows
+        for batch in batches:
+            if batch:
+                out.write(pa.Table.from_pylist(batch, schema=schema), row_group_rows)
+        return out.close()
+    except BaseException:
+        out.abort()
+        raise
 
 
 def _chunks(seq: list, n: int) -> Iterator[list]:
@@ -61,127 +93,129 @@ def _chunks(seq: list, n: int) -> Iterator[list]:
         yield seq[k:k + n]
 
 
-class WriteSampleShard(beam.DoFn):
-    """(shard, items) → one Parquet shard of Sample rows with screenshots embedded (or referenced)."""
+class _BlobCache:
+    """Recently read screenshots, bounded by bytes (a split's rows revisit the same screens)."""
+
+    def __init__(self, store: BlobStore, budget: int = 64 << 20):
+        self.store, self.budget, self.size = store, budget, 0
+        self.items: OrderedDict[str, bytes] = OrderedDict()
+
+    def get(self, sha: str) -> bytes:
+        data = self.items.get(sha)
+        if data is not None:
+            self.items.move_to_end(sha)
+            return data
+        data = self.store.get(sha, verify=False)
+        self.items[sha] = data
+        self.size += len(data)
+        while self.size > self.budget and len(self.items) > 1:
+            self.size -= len(self.items.popitem(last=False)[1])
+        return data
+
+
+class SplitWriter:
+    """Writes the data shard and the reject shard of one split (see the module docstring)."""
 
     def __init__(self, staging: str, blobs: str, embed: bool, redact: bool, row_group_rows: int,
-                 progress_dir: str | None = None):
-        self.staging, self.blobs, self.embed = staging, blobs, embed
-        self.redact, self.row_group_rows = redact, row_group_rows
-        self.progress_dir = progress_dir
+                 run_time: datetime, progress: ProgressCounter | None = None):
+        self.staging, self.embed, self.redact = Path(staging), embed, redact
+        self.row_group_rows, self.run_time = row_group_rows, run_time
+        self.store = BlobStore(blobs)
+        self.blobs = _BlobCache(self.store)
+        self.progress = progress or ProgressCounter(None)
+        self.blurred = 0
 
-    def setup(self):
-        self.store = BlobStore(self.blobs)
-        self.blurred = beam.metrics.Metrics.counter("curate.write", "pii_regions_blurred")
-        self.progress = ProgressCounter(self.progress_dir)
+    def _reject(self, r: Rejection, payload: str) -> dict:
+        return to_row(Reject(record_id=r.record_id or "<unknown>", stage=r.stage, reason=r.reason,
+                             detail=r.detail[:2000], payload=payload, timestamp=self.run_time))
 
-    def finish_bundle(self):
-        self.progress.flush()
+    def _images(self, kept: pa.RecordBatch) -> tuple[pa.Array, pa.Array]:
+        """The image column (or nulls) and the screenshot sha column, blurred copies where PII was found."""
+        shas = kept.column("screenshot_sha256").to_pylist()
+        boxes = kept.column(PII).to_pylist()
+        images: list[bytes | None] = []
+        for i, (sha, b) in enumerate(zip(shas, boxes, strict=True)):
+            data = self.blobs.get(sha) if self.embed or (self.redact and b) else None
+            if self.redact and b and data is not None:
+                data = blur_regions(data, [tuple(x) for x in b])
+                shas[i] = self.store.put(data)
+                self.blurred += len(b)
+            images.append(data if self.embed else None)
+        return pa.array(images, pa.binary()), pa.array(shas, pa.string())
 
-    def _row(self, it: Item) -> dict:
-        s = it.sample
+    def _table(self, kept: pa.RecordBatch, weights: list[float]) -> pa.Table:
+        image, shas = self._images(kept)
+        cols = {"image": image, "screenshot_sha256": shas, "weight": pa.array(weights, pa.float64())}
+        return pa.Table.from_arrays([cols[f.name] if f.name in cols else kept.column(f.name) for f in SAMPLE_SCHEMA],
+                                    schema=SAMPLE_SCHEMA)
+
+    def _step_payload(self, batch: pa.RecordBatch, i: int) -> str:
+        row = batch.slice(i, 1).to_pylist()[0]
+        row.pop(KEY), row.pop(PII)
+        return Sample.model_validate(from_row(row)).model_dump_json()
+
+    def write(self, split: Split, outcomes: Mapping[int, RecordOutcome], keys: Sequence[int]) -> dict[str, Any]:
+        """``keys`` are ``outcomes``' keys, sorted (to find the split's own verdicts without scanning them all)."""
+        lo, hi = split.keys
+        mine = {k: outcomes[k] for k in keys[bisect.bisect_left(keys, lo):bisect.bisect_right(keys, hi)]}
+        whole = {k: o.rejection for k, o in mine.items() if o.rejection is not None}
+        rejects = []
+        if whole:
+            raw = raw_texts(split, set(whole))
+            rejects += [self._reject(r, raw.get(k, "")) for k, r in whole.items() if r is not None]
         data = None
-        if self.embed or (self.redact and it.pii_boxes):
-            data = self.store.get(s.screenshot_sha256)
-        if self.redact and it.pii_boxes:
-            data = blur_regions(data, it.pii_boxes)
-            self.blurred.inc(len(it.pii_boxes))
-            s = s.model_copy(update={"screenshot_sha256": self.store.put(data)})
-        self.progress.inc(SAMPLES_WRITTEN)
-        return to_row(s.model_copy(update={"image": data if self.embed else None}))
+        pending: list[pa.Table] = []
+        try:
+            for batch in read_spool(spool_path(str(self.staging), split.name)):
+                mask, weights = [], []
+                for i, (k, step) in enumerate(zip(batch.column(KEY).to_pylist(),
+                                                  batch.column("step_index").to_pylist(), strict=True)):
+                    o = mine.get(k)
+                    r = None if o is None else (o.rejection or o.step_rejection(step))
+                    if r is not None:
+                        mask.append(False)
+                        if o is not None and o.rejection is None:  # one rejected step (step units)
+                            rejects.append(self._reject(r, self._step_payload(batch, i)))
+                        continue
+                    mask.append(True)
+                    weights.append(1.0 if o is None else o.weight(step))
+                if not weights:
+                    continue
+                pending.append(self._table(batch.filter(pa.array(mask)), weights))
+                if sum(t.num_rows for t in pending) >= self.row_group_rows:
+                    data = data or _AtomicParquet(self.staging / DATA_DIR / shard_name("shard", split.index,
+                                                                                        split.count),
+                                                  SAMPLE_SCHEMA, compression=COMPRESSION, use_dictionary=DICTIONARY)
+                    pending = self._flush(data, pending, final=False)
+            if pending:
+                data = data or _AtomicParquet(self.staging / DATA_DIR / shard_name("shard", split.index, split.count),
+                                              SAMPLE_SCHEMA, compression=COMPRESSION, use_dictionary=DICTIONARY)
+                self._flush(data, pending, final=True)
+            rows = data.close() if data is not None else 0
+        except BaseException:
+            if data is not None:
+                data.abort()
+            raise
+        self.progress.inc(SAMPLES_WRITTEN, rows)
+        if rejects:
+            rejects.sort(key=lambda r: (r["record_id"], r["stage"], r["reason"], r["detail"], r["payload"]))
+            atomic_parquet(self.staging / REJECTS_DIR / shard_name("rejects", split.index, split.count),
+                           REJECT_SCHEMA, _chunks(rejects, self.row_group_rows), self.row_group_rows)
+            self.progress.inc(REJECTS_WRITTEN, len(rejects))
+        return {"split": split.index, "rows": rows, "rejects": len(rejects)}
 
-    def process(self, kv: tuple[tuple[int, int], Iterable[Item]]):
-        (index, count), members = kv
-        items = sorted(members, key=lambda it: (it.sample.trajectory_id, it.sample.step_index, it.id))
-        path = Path(self.staging) / DATA_DIR / shard_name("shard", index, count)
-        batches = ([self._row(it) for it in chunk] for chunk in _chunks(items, self.row_group_rows))
-        n = atomic_parquet(path, SAMPLE_SCHEMA, batches, self.row_group_rows)
-        yield {"file": f"{DATA_DIR}/{path.name}", "rows": n}
+    def _flush(self, out: _AtomicParquet, pending: list[pa.Table], final: bool) -> list[pa.Table]:
+        table = pa.concat_tables(pending)
+        n = self.row_group_rows
+        full = table.num_rows if final else table.num_rows - table.num_rows % n
+        for start in range(0, full, n):
+            out.write(table.slice(start, min(n, full - start)), n)
+        return [table.slice(full)] if full < table.num_rows else []
 
 
-class WriteRejectShard(beam.DoFn):
-    """((stage, shard), rejects) → rejects/<stage>-NNNNN-of-NNNNN.parquet, rows sorted for determinism."""
-
-    def __init__(self, staging: str, row_group_rows: int, progress_dir: str | None = None):
-        self.staging, self.row_group_rows, self.progress_dir = staging, row_group_rows, progress_dir
-
-    def setup(self):
-        self.progress = ProgressCounter(self.progress_dir)
-
-    def finish_bundle(self):
-        self.progress.flush()
-
-    def process(self, kv: tuple[tuple[str, int, int], Iterable[Reject]]):
-        (stage, index, count), members = kv
-        rows = sorted((to_row(r) for r in members), key=lambda r: (r["record_id"], r["reason"], r["detail"],
-                                                                    r["payload"]))
-        path = Path(self.staging) / REJECTS_DIR / shard_name(stage, index, count)
-        n = atomic_parquet(path, REJECT_SCHEMA, _chunks(rows, self.row_group_rows), self.row_group_rows)
-        self.progress.inc(REJECTS_WRITTEN, n)
-        yield {"file": f"{REJECTS_DIR}/{path.name}", "rows": n}
-
-
-def _key_sample(it: Item, count: int, rows_per_shard: int):
-    return shard_of(it.sample.trajectory_id, count, rows_per_shard), it
-
-
-def _key_reject(r: Reject, counts: dict[str, int], rows_per_shard: int):
-    index, n = shard_of(r.record_id, counts.get(r.stage, 1), rows_per_shard)
-    return (r.stage, index, n), r
-
-
-def _write_json(rows: list[dict], path: str) -> None:
+def write_json(rows: list[dict], path: str) -> None:
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     tmp = p.with_name(f".{p.name}.{uuid.uuid4().hex}.tmp")
     tmp.write_text(json.dumps(sorted(rows, key=lambda r: json.dumps(r, sort_keys=True)), indent=1))
     os.replace(tmp, p)
-
-
-class WriteShards(beam.PTransform):
-    """Kept items → data shards; returns the written files' {file, rows}."""
-
-    def __init__(self, staging: str, blobs: str, embed: bool, redact: bool, rows_per_shard: int,
-                 row_group_rows: int, progress_dir: str | None = None):
-        super().__init__()
-        self.args = staging, blobs, embed, redact, row_group_rows, progress_dir
-        self.rows_per_shard = rows_per_shard
-
-    def expand(self, items):
-        count = items | "CountKept" >> beam.combiners.Count.Globally()
-        return (
-            items
-            | "AssignShard" >> beam.Map(_key_sample, beam.pvalue.AsSingleton(count), self.rows_per_shard)
-            | "GroupShard" >> beam.GroupByKey()
-            | "WriteShard" >> beam.ParDo(WriteSampleShard(*self.args))
-        )
-
-
-class WriteRejects(beam.PTransform):
-    """All rejects → per-stage reject shards."""
-
-    def __init__(self, staging: str, rows_per_shard: int, row_group_rows: int, progress_dir: str | None = None):
-        super().__init__()
-        self.staging, self.rows_per_shard, self.row_group_rows = staging, rows_per_shard, row_group_rows
-        self.progress_dir = progress_dir
-
-    def expand(self, rejects):
-        counts = rejects | "StageOf" >> beam.Map(lambda r: (r.stage, 1)) | "CountPerStage" >> beam.CombinePerKey(sum)
-        return (
-            rejects
-            | "AssignRejectShard" >> beam.Map(_key_reject, beam.pvalue.AsDict(counts), self.rows_per_shard)
-            | "GroupRejectShard" >> beam.GroupByKey()
-            | "WriteRejectShard" >> beam.ParDo(WriteRejectShard(self.staging, self.row_group_rows,
-                                                                     self.progress_dir))
-        )
-
-
-class WriteStats(beam.PTransform):
-    """Small JSON rows (tallies, file lists) → one file under _stats/ (read by the manifest builder)."""
-
-    def __init__(self, staging: str, name: str):
-        super().__init__()
-        self.path = str(Path(staging) / STATS_DIR / name)
-
-    def expand(self, rows):
-        return rows | "Collect" >> beam.combiners.ToList() | "Write" >> beam.Map(_write_json, self.path)

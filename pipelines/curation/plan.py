@@ -1,0 +1,131 @@
+"""Cutting the inputs into bounded splits, and naming every record by its position.
+
+A split is a contiguous range of one input file (a byte range of JSON Lines, a row range of Parquet) holding
+about ``rows_per_shard`` step rows. Splits are the unit of reading, of parallelism and of output: each split
+is read by one worker, and the rows it keeps become one data shard (``data/shard-<split>-of-<splits>.parquet``),
+so a trajectory's steps always share a shard, in order, and shard contents do not depend on how a runner
+bundles work. Only split descriptors and per-record facts travel between workers, never records.
+
+A record's **key** is its position: ``file index << 40 | line`` (or row). It is unique in a run, survives
+duplicate or missing ids, and turns back into ``"<file name>:<line>"`` for messages (``source_of``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+LINE_BITS = 40
+LINE_MASK = (1 << LINE_BITS) - 1
+SAMPLE_RECORDS = 64  # records looked at to estimate steps per record
+
+
+def record_key(file_index: int, line: int) -> int:
+    return (file_index << LINE_BITS) | line
+
+
+def source_of(key: int, names: Sequence[str]) -> str:
+    index = key >> LINE_BITS
+    name = names[index] if 0 <= index < len(names) else f"<input {index}>"
+    return f"{name}:{key & LINE_MASK}"
+
+
+@dataclass(frozen=True)
+class Split:
+    """One bounded piece of one input file."""
+
+    index: int
+    count: int
+    file_index: int
+    path: str
+    format: str  # jsonl | parquet | json (a whole JSON array: one split)
+    start: int  # jsonl: byte offset of the first line; parquet: first row (0-based)
+    end: int  # jsonl: byte offset just past the last line; parquet: row past the last
+    first_line: int  # 1-based line (or row) number of the split's first record
+    last_line: int  # ... and of its last
+
+    @property
+    def keys(self) -> tuple[int, int]:
+        """The smallest and largest record key the split can hold."""
+        return record_key(self.file_index, self.first_line), record_key(self.file_index, self.last_line)
+
+    @property
+    def name(self) -> str:
+        return f"{self.index:05d}-of-{self.count:05d}"
+
+
+def _is_json_array(p: Path) -> bool:
+    if p.suffix.lower() != ".json":
+        return False
+    with p.open("rb") as f:
+        return f.read(1) == b"["
+
+
+def _mean_steps_jsonl(p: Path) -> float:
+    counts = []
+    with p.open("rb") as f:
+        for raw in f:
+            if len(counts) >= SAMPLE_RECORDS:
+                break
+            try:
+                steps = json.loads(raw).get("steps")
+            except (ValueError, AttributeError):
+                continue
+            if isinstance(steps, list) and steps:
+                counts.append(len(steps))
+    return sum(counts) / len(counts) if counts else 1.0
+
+
+def _mean_steps_parquet(pf: pq.ParquetFile) -> float:
+    if "steps" not in pf.schema_arrow.names or pf.metadata.num_rows == 0:
+        return 1.0
+    batch = next(pf.iter_batches(batch_size=SAMPLE_RECORDS, columns=["steps"]))
+    lengths = [n for n in pc.list_value_length(batch.column(0)).to_pylist() if n]
+    return sum(lengths) / len(lengths) if lengths else 1.0
+
+
+def _jsonl_ranges(p: Path, per_split: int) -> list[tuple[int, int, int, int]]:
+    """(start byte, end byte, first line, last line) of consecutive ranges of ``per_split`` lines."""
+    ranges, start, first, lines, offset, tail = [], 0, 1, 0, 0, b""
+    with p.open("rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            pos = 0
+            while True:
+                nl = chunk.find(b"\n", pos)
+                if nl < 0:
+                    break
+                lines += 1
+                pos = nl + 1
+                if lines % per_split == 0:
+                    end = offset + pos
+                    ranges.append((start, end, first, lines))
+                    start, first = end, lines + 1
+            offset += len(chunk)
+            tail = chunk
+    if offset > start:
+        ranges.append((start, offset, first, lines + (0 if tail.endswith(b"\n") else 1)))
+    return ranges
+
+
+def plan_splits(inputs: Sequence[Path], rows_per_shard: int) -> list[Split]:
+    """Splits of every input, each about ``rows_per_shard`` step rows (at least one record)."""
+    pieces: list[tuple[int, str, str, int, int, int, int]] = []
+    for fi, p in enumerate(inputs):
+        if _is_json_array(p):
+            pieces.append((fi, str(p), "json", 0, p.stat().st_size, 1, LINE_MASK))
+        elif p.suffix.lower() == ".parquet":
+            pf = pq.ParquetFile(p)
+            per = max(1, round(rows_per_shard / _mean_steps_parquet(pf)))
+            rows = pf.metadata.num_rows
+            pieces += [(fi, str(p), "parquet", a, min(rows, a + per), a + 1, min(rows, a + per))
+                       for a in range(0, rows, per)]
+        else:
+            per = max(1, round(rows_per_shard / _mean_steps_jsonl(p)))
+            pieces += [(fi, str(p), "jsonl", *r) for r in _jsonl_ranges(p, per)]
+    n = len(pieces)
+    return [Split(i, n, *piece) for i, piece in enumerate(pieces)]
