@@ -12,7 +12,7 @@ Each term is normalised to [0, 1] so that the easiest possible task scores 0 and
   the trajectory's app, and ``open_app`` targets).
 - **gestures** ``(mean weight − 1) / 4`` with MobileRL's weights tap 1, swipe 2, long-press 3, multi-touch 5:
   all taps is 0, all multi-touch is 1. Typing, keys, selects, hovers, back / home, waits and terminal actions
-  count as taps; scrolls as swipes.
+  count as taps; scrolls and drags as swipes.
 - **distractions** ``distracting steps / n``. A step is distracting when its screen shows a visible pop-up —
   an element whose role is dialog / alertdialog, or whose class or resource id names a popup, modal, dialog,
   interstitial, advert, banner ad, toast or snackbar — that the step's action does *not* act on. A dialog the
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from schemas import Step, Trajectory
 
 GESTURE_WEIGHT = {"click": 1.0, "select": 1.0, "type": 1.0, "key": 1.0, "hover": 1.0, "swipe": 2.0,
-                  "scroll": 2.0, "long_press": 3.0, "multi_touch": 5.0}
+                  "scroll": 2.0, "drag": 2.0, "long_press": 3.0, "multi_touch": 5.0}
 MAX_GESTURE = 5.0
 MAX_STEPS = 20
 MAX_APPS = 3

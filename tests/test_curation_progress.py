@@ -34,9 +34,7 @@ def test_progress_counts_arrive_during_the_run_and_end_at_the_manifest_totals(co
     t, stages = result.manifest["totals"], {s["stage"]: s for s in result.manifest["stages"]}
     final = seen[-1]
     assert final["records_read"] == t["records_in"] == count_input_records([corpus.path])
-    screens = {s["observation"]["screenshot_sha256"] for ln in corpus.lines if ln.startswith("{")
-               for s in (json.loads(ln).get("steps") or []) if isinstance(s, dict) and isinstance(s.get("observation"), dict)}
-    assert 0 < final["screens_inspected"] <= len(screens)  # each distinct screenshot of a valid record, once
+    assert final["screens_inspected"] == t["screens"] > 0  # each distinct screenshot once
     assert final["samples_written"] == t["samples_kept"]
     assert final["rejects_written"] == sum(s["rejected"] for s in stages.values())
     # Reported while running, not only at the end: some report had records read but nothing written yet.

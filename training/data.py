@@ -345,6 +345,7 @@ class Renderer:
                                *self.weights)
         labels = [t if a >= start else IGNORE for t, (a, _) in zip(ids, enc["offset_mapping"], strict=True)]
         pv, thw = self.pixels(r.image)
+        w = [x * r.sample.weight for x in w]  # curation's per-row weight: n repeats of one supervision weigh as one
         return Example(torch.tensor(ids), torch.tensor(labels), torch.tensor(w, dtype=torch.float32), pv, thw,
                        r.sample.id, {"reasoning": r.reasoning})
 

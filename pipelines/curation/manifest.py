@@ -165,6 +165,7 @@ def build_manifest(staging: Path, inputs: list[Path], config: dict[str, Any], ru
         "trajectories_kept": trajectories["trajectories"],
         "trajectories_whole": trajectories["whole"],
         "trajectories_with_holes": trajectories["with_holes"],
+        "screens": sizes.get("screens", 0),
         "samples_in": samples_in,
         "samples_rejected": samples_in - rows,
         "samples_kept": rows,

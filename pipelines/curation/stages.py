@@ -227,8 +227,8 @@ class Counted:
     error_examples: beam.PCollection
 
 
-def count_everything(records: beam.PCollection, facts: beam.PCollection, members: beam.PCollection,
-                     survivors: beam.PCollection, final: beam.PCollection,
+def count_everything(records: beam.PCollection, facts: beam.PCollection, screens: beam.PCollection,
+                     members: beam.PCollection, survivors: beam.PCollection, final: beam.PCollection,
                      rejections: beam.PCollection) -> Counted:
     """Stage sizes from independent PCollections: records read, facts, dedupe members, survivors, kept, and
     rejections per (stage, reason)."""
@@ -237,6 +237,7 @@ def count_everything(records: beam.PCollection, facts: beam.PCollection, members
             lambda n: {"what": "records", "n": int(n)}),
         _tally("Facts", facts, "facts"),
         _tally("FactSteps", facts, "facts_samples", samples=True),
+        _tally("Screens", screens, "screens"),
         _tally("Members", members, "members"),
         _tally("Survivors", survivors, "survivors"),
         _tally("Final", final, "final"),
@@ -270,9 +271,10 @@ def curation_graph(splits: beam.PCollection, cfg: CurateConfig, staging: str,
     read = splits | "Describe" >> beam.ParDo(DescribeSplits(settings, progress_dir)).with_outputs(
         REJECTED, RECORDS, main="facts")
     facts = read["facts"]
-    table = (facts | "Screenshots" >> beam.FlatMap(lambda f: sorted({s.screenshot for s in f.steps}))
-             | "DistinctScreens" >> beam.Distinct()
-             | "Inspect" >> beam.ParDo(InspectScreens(str(cfg.blobs), progress_dir))
+    inspected = (facts | "Screenshots" >> beam.FlatMap(lambda f: sorted({s.screenshot for s in f.steps}))
+                 | "DistinctScreens" >> beam.Distinct()
+                 | "Inspect" >> beam.ParDo(InspectScreens(str(cfg.blobs), progress_dir)))
+    table = (inspected
              | "AllScreens" >> beam.combiners.ToList()
              | "ScreenTable" >> beam.Map(build_screen_table, cfg.phash_distance, cfg.detail_distance))
     gated = facts | "Quality" >> beam.ParDo(Gate(cfg.unit), beam.pvalue.AsSingleton(table)).with_outputs(
@@ -287,6 +289,6 @@ def curation_graph(splits: beam.PCollection, cfg: CurateConfig, staging: str,
     weights = unique["kept"] | "Weights" >> beam.FlatMap(_weights)
     outcomes = ((rejections, weights) | "Verdicts" >> beam.Flatten() | "ByRecord" >> beam.GroupByKey()
                 | "Outcome" >> beam.Map(_outcome))
-    counted = count_everything(read[RECORDS], facts, gated["members"], deduped["survivors"], unique["kept"],
-                               rejections)
+    counted = count_everything(read[RECORDS], facts, inspected, gated["members"], deduped["survivors"],
+                               unique["kept"], rejections)
     return Graph(splits, outcomes, counted)

@@ -1,0 +1,265 @@
+"""Each curation stage on its own, on a real Beam runner (TestPipeline + assert_that), on a handful of elements.
+
+These are the fast counterparts of the full runs in tests/test_curation*.py: every stage gets the smallest
+input that shows its contract — different tasks on the same screen are kept, a dropped step rejects its
+trajectory, the global representative survives every stage, a raising filter fails the run, noise never wins
+a tie — plus the writer (weights, no holes) and the curriculum reading the curated difficulty.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import apache_beam as beam
+import pyarrow.parquet as pq
+import pytest
+from apache_beam.runners.portability.fn_api_runner import FnApiRunner
+from apache_beam.testing.test_pipeline import TestPipeline as BeamTestPipeline
+from apache_beam.testing.util import assert_that, equal_to
+
+from filters.dedupe import Survivor, group_key, trajectory_member
+from filters.facts import TrajectoryFacts, describe
+from filters.item import ScreenFacts
+from filters.quality import step_gates, trajectory_gates
+from filters.text_filters import ReasoningConsistent
+from filters.verdicts import EXACT, NEAR_INSTRUCTIONS, NEAR_SCREENS, QUALITY, RecordOutcome, Rejection
+from pipelines.curation.config import CurateConfig
+from pipelines.curation.describe import DescribeSettings, spool_row
+from pipelines.curation.pipeline import FilterErrorsExceeded, _check_errors
+from pipelines.curation.plan import plan_splits, record_key
+from pipelines.curation.stages import (
+    RECORDS,
+    REJECTED,
+    DedupeGroups,
+    DescribeSplits,
+    Gate,
+    InspectScreens,
+    ScreenTable,
+    UniqueIdsFn,
+    WriteSplits,
+    build_screen_table,
+    curation_graph,
+)
+from pipelines.curation.write import DATA_DIR, REJECTS_DIR
+from schemas import BlobStore, Lineage, Sample, Trajectory, samples_from_trajectory
+from schemas.arrow import from_row
+from tests import factories as fx
+from tests.corpus import Screen, render
+
+NAMES = ["in.jsonl"]
+
+
+def pipeline() -> BeamTestPipeline:
+    return BeamTestPipeline(runner=FnApiRunner())
+
+
+def _traj(store: BlobStore | None, seed: int, tid: str, task: str | None = None, n_steps: int = 2,
+          **changes) -> Trajectory:
+    t = fx.trajectory(store, n_steps=n_steps, seed=seed, tid=tid)
+    if task is not None:
+        t = t.model_copy(update={"task": t.task.model_copy(update={"instruction": task})})
+    return t.model_copy(update=changes)
+
+
+def _facts(t: Trajectory, line: int) -> TrajectoryFacts:
+    return describe(record_key(0, line), t, list(samples_from_trajectory(t)), step_gates(), trajectory_gates())
+
+
+def _ok_screens(*facts: TrajectoryFacts, clusters: dict[str, str] | None = None) -> ScreenTable:
+    return ScreenTable({s.screenshot: ScreenFacts(s.screenshot, width=1280, height=720) for f in facts
+                        for s in f.steps}, clusters or {})
+
+
+def _key(line: int) -> int:
+    return record_key(0, line)
+
+
+def _write_jsonl(path: Path, records: list[Trajectory | str]) -> Path:
+    path.write_text("".join((r if isinstance(r, str) else r.model_dump_json()) + "\n" for r in records))
+    return path
+
+
+def _cfg(tmp_path: Path, src: Path, **kw) -> CurateConfig:
+    return CurateConfig(inputs=[src], out=tmp_path / "out", blobs=str(tmp_path / "blobs"), instruction_dedupe="minhash",
+                        **kw)
+
+
+# --- describe ----------------------------------------------------------------------------------------------------
+
+def test_describe_reads_each_record_once_and_rejects_unparsable_ones(tmp_path):
+    good = _traj(None, 0, "good")
+    src = _write_jsonl(tmp_path / "in.jsonl", [good, '{"id": "broken", ', _traj(None, 1, "good-2")])
+    [split] = plan_splits([src], rows_per_shard=100)
+    with pipeline() as p:
+        out = (p | beam.Create([split])
+               | beam.ParDo(DescribeSplits(DescribeSettings(str(tmp_path)))).with_outputs(REJECTED, RECORDS,
+                                                                                         main="facts"))
+        assert_that(out["facts"] | "Ids" >> beam.Map(lambda f: (f.key, f.id, len(f.steps))),
+                    equal_to([(_key(1), "good", 2), (_key(3), "good-2", 2)]), label="facts")
+        assert_that(out[REJECTED] | "Why" >> beam.Map(lambda kr: (kr[0], kr[1].stage, kr[1].reason)),
+                    equal_to([(_key(2), "schema", "invalid_json")]), label="rejections")
+        assert_that(out[RECORDS], equal_to([3]), label="records")
+    assert (tmp_path / "_spool" / f"{split.name}.arrow").is_file()  # the rows wait there for their writer
+
+
+def test_a_raising_filter_is_kept_as_an_error_reject_and_fails_the_run(tmp_path, monkeypatch):
+    def broken(self, item):
+        raise RuntimeError("lexicon not loaded")
+
+    monkeypatch.setattr(ReasoningConsistent, "decide", broken)
+    src = _write_jsonl(tmp_path / "in.jsonl", [_traj(None, 0, "t")])
+    [split] = plan_splits([src], rows_per_shard=100)
+    with pipeline() as p:
+        facts = p | beam.Create([split]) | beam.ParDo(DescribeSplits(DescribeSettings(str(tmp_path))))
+        gated = facts | beam.ParDo(Gate("trajectory"), beam.pvalue.AsSingleton(
+            facts | beam.combiners.ToList() | beam.Map(lambda fs: _ok_screens(*fs)))).with_outputs(
+            REJECTED, main="members")
+        assert_that(gated[REJECTED] | beam.Map(lambda kr: (kr[1].reason, kr[1].error, kr[1].detail)),
+                    equal_to([("reasoning_action_mismatch_error", True,
+                               "step 0: RuntimeError: lexicon not loaded")]), label="errors")
+        assert_that(gated["members"], equal_to([]), label="members")
+    tallies = [{"what": "rejected", "stage": QUALITY, "reason": "reasoning_action_mismatch_error", "error": True,
+                "n": 1}]
+    with pytest.raises(FilterErrorsExceeded, match="1 filter error"):
+        _check_errors(_cfg(tmp_path, src), tallies, [])
+    _check_errors(_cfg(tmp_path, src, max_filter_errors=1), tallies, [])  # a documented threshold lets it pass
+
+
+# --- screens -------------------------------------------------------------------------------------------------------
+
+def test_inspect_and_cluster_distinct_screens(tmp_path):
+    store = BlobStore(tmp_path / "blobs")
+    a = store.put(render(Screen("list", content=1, clock="12:00")))
+    a2 = store.put(render(Screen("list", content=1, clock="17:42", banner=2)))  # a re-capture of a
+    other = store.put(render(Screen("detail", content=9)))
+    with pipeline() as p:
+        table = (p | beam.Create([a, a2, other, "cd" * 32]) | beam.ParDo(InspectScreens(str(store.root)))
+                 | beam.combiners.ToList() | beam.Map(build_screen_table, 6, 10))
+        assert_that(table | beam.Map(lambda t: (sorted(t.clusters.items()), t.facts["cd" * 32].problem,
+                                                t.facts[other].width)),
+                    equal_to([(sorted({a: min(a, a2), a2: min(a, a2)}.items()), "blob_missing", 1280)]))
+
+
+# --- quality --------------------------------------------------------------------------------------------------------
+
+def test_a_dropped_step_rejects_its_trajectory():
+    t = _traj(None, 0, "three", n_steps=3)
+    bad = t.steps[1].model_copy(update={"reasoning": "The list is long. Scroll down to find it."})
+    broken = _facts(t.model_copy(update={"steps": [t.steps[0], bad, t.steps[2]]}), 1)
+    fine = _facts(_traj(None, 1, "fine"), 2)
+    table = _ok_screens(broken, fine)
+    with pipeline() as p:
+        out = (p | beam.Create([broken, fine])
+               | beam.ParDo(Gate("trajectory"), table).with_outputs(REJECTED, main="members"))
+        assert_that(out[REJECTED] | beam.Map(lambda kr: (kr[0], kr[1].reason, kr[1].detail.split(":")[0], kr[1].step)),
+                    equal_to([(_key(1), "reasoning_action_mismatch", "step 1", -1)]), label="rejected")
+        assert_that(out["members"] | beam.Map(lambda gm: gm[1].id), equal_to(["fine"]), label="kept")
+
+
+# --- dedupe ---------------------------------------------------------------------------------------------------------
+
+def _dedupe(facts: list[TrajectoryFacts], clusters: dict[str, str]):
+    return [(group_key(f), trajectory_member(f, clusters)) for f in facts]
+
+
+def test_different_tasks_on_the_same_screen_are_kept():
+    base = _facts(_traj(None, 0, "base"), 1)
+    other_task = _facts(_traj(None, 0, "other-task", task="Delete the groceries note"), 2)
+    same_task = _facts(_traj(None, 1, "recapture", scores={"judge": 3.5}), 3)
+    clusters = {s.screenshot: b.screenshot for s, b in zip(same_task.steps, base.steps, strict=True)}
+    with pipeline() as p:
+        out = (p | beam.Create(_dedupe([base, other_task, same_task], clusters)) | beam.GroupByKey()
+               | beam.ParDo(DedupeGroups(NAMES, "minhash", None, "trajectory")).with_outputs(REJECTED,
+                                                                                            main="survivors"))
+        assert_that(out["survivors"] | beam.Map(lambda kv: kv[0]), equal_to(["base", "other-task"]), label="kept")
+        assert_that(out[REJECTED] | beam.Map(lambda kr: (kr[0], kr[1].stage, kr[1].record_id)),
+                    equal_to([(_key(3), NEAR_SCREENS, "recapture")]), label="rejected")
+
+
+def test_the_global_representative_survives_every_stage(tmp_path):
+    """One run of the whole graph: exact copies, re-captures and paraphrases of one trajectory, all worse-ranked
+    in different ways than the best one — every stage rejects for the same survivor, which nothing rejects."""
+    store = BlobStore(tmp_path / "blobs")
+    best = _traj(store, 0, "best", scores={"judge": 5.0})
+    records = [
+        _traj(store, 0, "copy-unverified", scores={"judge": 5.0}, verification="unverified"),  # exact copy
+        _traj(store, 0, "copy-low-judge", scores={"judge": 4.0}),
+        best.model_copy(update={"verification": "replayed"}),
+        _traj(store, 2, "paraphrase", task="Add a note about groceries!", scores={"judge": 4.5}),
+        best.model_copy(update={"id": "best-noise", "lineage": Lineage(source="noise:x", negative=True)}),
+        best,  # the same id again, unverified: an exact duplicate of the verified best
+    ]
+    src = _write_jsonl(tmp_path / "in.jsonl", records)
+    cfg = _cfg(tmp_path, src)
+    splits = plan_splits([src], rows_per_shard=4)  # several splits: the decision must not depend on them
+    assert len(splits) > 1
+    with pipeline() as p:
+        g = curation_graph(p | beam.Create(splits), cfg, str(tmp_path / "staging"))
+        assert_that(g.outcomes | beam.Map(lambda ko: (ko[0] & 0xFFFF, ko[1].rejection.stage,
+                                                      "best (in.jsonl:3)" in ko[1].rejection.detail)),
+                    equal_to([(1, EXACT, True), (2, EXACT, True), (4, NEAR_INSTRUCTIONS, True), (5, EXACT, True),
+                              (6, EXACT, True)]))
+
+
+def test_noise_never_wins_a_tie():
+    clean = _facts(_traj(None, 0, "zz-clean"), 9)
+    noisy = _facts(_traj(None, 0, "aa-noisy", lineage=Lineage(source="noise:wrong_label", negative=True)), 1)
+    same_id_noisy = Survivor(_key(1), -1, "zz-clean", noisy.rank, 2)
+    clean_survivor = Survivor(_key(9), -1, "zz-clean", clean.rank, 2)
+    with pipeline() as p:
+        out = (p | "Members" >> beam.Create(_dedupe([noisy, clean], {})) | "Group" >> beam.GroupByKey()
+               | beam.ParDo(DedupeGroups(NAMES, "off", None, "trajectory")).with_outputs(REJECTED, main="survivors"))
+        assert_that(out["survivors"] | beam.Map(lambda kv: kv[1].key), equal_to([_key(9)]), label="dedupe")
+        ids = (p | "Same id" >> beam.Create([("zz-clean", same_id_noisy), ("zz-clean", clean_survivor)])
+               | "ById" >> beam.GroupByKey() | beam.ParDo(UniqueIdsFn(NAMES)).with_outputs(REJECTED, main="kept"))
+        assert_that(ids["kept"] | beam.Map(lambda s: s.key), equal_to([_key(9)]), label="ids")
+
+
+# --- writing -------------------------------------------------------------------------------------------------------
+
+def test_the_writer_keeps_whole_trajectories_with_their_weights_and_writes_rejects(tmp_path):
+    store = BlobStore(tmp_path / "blobs")
+    trajs = [_traj(store, k, f"t{k}") for k in range(3)]
+    src = _write_jsonl(tmp_path / "in.jsonl", list(trajs))
+    [split] = plan_splits([src], rows_per_shard=100)
+    staging = tmp_path / "staging"
+    with pipeline() as p:  # describe once to spool the rows, as the pipeline does
+        _ = p | beam.Create([split]) | beam.ParDo(DescribeSplits(DescribeSettings(str(staging))))
+    outcomes = {_key(2): RecordOutcome(rejection=Rejection(NEAR_SCREENS, "near_duplicate_screen", "of t0", "t1")),
+                _key(3): RecordOutcome(weights=(0.5, 1.0))}
+    cfg = _cfg(tmp_path, src, row_group_rows=1)
+    from datetime import UTC, datetime
+
+    with pipeline() as p:
+        side = p | "Outcomes" >> beam.Create(sorted(outcomes.items()))
+        written = p | "Split" >> beam.Create([split]) | beam.ParDo(
+            WriteSplits(cfg, str(staging), datetime(2026, 1, 1, tzinfo=UTC)), beam.pvalue.AsDict(side))
+        assert_that(written, equal_to([{"split": 0, "rows": 4, "rejects": 1}]))
+    rows = pq.read_table(staging / DATA_DIR).to_pylist()
+    assert [(r["id"], r["weight"]) for r in rows] == [("t0:0", 1.0), ("t0:1", 1.0), ("t2:0", 0.5), ("t2:1", 1.0)]
+    assert all(r["image"] and r["difficulty"] is not None for r in rows)
+    [reject] = pq.read_table(staging / REJECTS_DIR).to_pylist()
+    assert (reject["record_id"], reject["stage"]) == ("t1", NEAR_SCREENS)
+    assert json.loads(reject["payload"])["id"] == "t1"  # the record as it was given, to fix and feed again
+
+
+# --- training reads what curation wrote -------------------------------------------------------------------------
+
+def test_the_curriculum_reads_the_curated_difficulty():
+    import training.curriculum as curriculum
+    from filters.difficulty import difficulty_parts
+
+    short, long = _traj(None, 0, "short", n_steps=1), _traj(None, 1, "long", n_steps=12)
+    by_task = {}
+    for t in (short, long):
+        parts = difficulty_parts(t)
+        extra = {"difficulty": parts.score(), "num_apps": parts.num_apps,
+                 "gesture_complexity": parts.gesture_complexity, "distractions": parts.distractions}
+        rows = [spool_row(0, t, s, True, extra) for s in samples_from_trajectory(t)]
+        by_task[t.id] = [Sample.model_validate(from_row({k: v for k, v in r.items() if not k.startswith("_")}))
+                         for r in rows]
+    got = curriculum.task_difficulties(by_task)
+    assert got == {"short": difficulty_parts(short).score(), "long": difficulty_parts(long).score()}
+    assert got["long"] > got["short"]
+    assert not hasattr(curriculum, "difficulty")  # no second definition to disagree with
