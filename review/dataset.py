@@ -25,8 +25,8 @@ from schemas.action import full_type_of
 from schemas.arrow import from_row
 from schemas.base import SHA256_RE
 from schemas.blobstore import BlobNotFound, sha256_bytes
-from schemas.errors import RecordValidationError
-from schemas.records import parse_record
+from schemas.errors import FieldError, RecordValidationError
+from schemas.records import parse_record, payload_samples
 
 INDEX_COLUMNS = ["id", "trajectory_id", "step_index", "num_steps", "app_id", "action", "scores",
                  "screenshot_sha256", "content_hash"]
@@ -174,31 +174,26 @@ def _blob_store(root: Path, blobs: str | Path | None, manifest: dict) -> BlobSto
 
 
 def _index_rejects(ds: DatasetVersion, path: Path) -> None:
-    """Index refused samples (their payload is the sample JSON) for the audit queue."""
+    """Index refused samples for the audit queue: a refused step, or each step of a refused trajectory (the
+    payload is the sample or the trajectory JSON, see ``schemas.records.payload_samples``)."""
     pf = pq.ParquetFile(path)
     for rg in range(pf.num_row_groups):
         rows = pf.read_row_group(rg).to_pylist()
         for offset, row in enumerate(rows):
-            try:
-                payload = json.loads(row.get("payload") or "")
-                if not isinstance(payload, dict) or "step_index" not in payload:
-                    raise ValueError("not a sample")
-                action = payload.get("action") or {}
-                ref = SampleRef(
-                    id=str(payload["id"]), trajectory_id=str(payload["trajectory_id"]),
-                    step_index=int(payload["step_index"]), num_steps=int(payload["num_steps"]),
-                    app_id=str(payload.get("app_id") or ""), action_type=full_type_of(action),
-                    judge_score=(payload.get("scores") or {}).get("judge"),
-                    screenshot_sha256=str(payload.get("screenshot_sha256") or ""),
-                    content_hash=str(payload.get("content_hash") or ""), location=Location(path, rg, offset),
-                    source="rejects", reject_stage=str(row.get("stage") or ""),
-                    reject_reason=str(row.get("reason") or ""), reject_detail=str(row.get("detail") or ""),
-                )
-            except (ValueError, KeyError, TypeError):
+            samples = payload_samples(row.get("payload") or "")
+            if not samples:
                 ds.unreadable_rejects += 1
                 continue
-            if ref.id not in ds.refs and ref.id not in ds.rejected:
-                ds.rejected[ref.id] = ref
+            for s in samples:
+                ref = SampleRef(
+                    id=s.id, trajectory_id=s.trajectory_id, step_index=s.step_index, num_steps=s.num_steps,
+                    app_id=s.app_id, action_type=s.action.full_type, judge_score=s.scores.get("judge"),
+                    screenshot_sha256=s.screenshot_sha256, content_hash=s.content_hash,
+                    location=Location(path, rg, offset), source="rejects", reject_stage=str(row.get("stage") or ""),
+                    reject_reason=str(row.get("reason") or ""), reject_detail=str(row.get("detail") or ""),
+                )
+                if ref.id not in ds.refs and ref.id not in ds.rejected:
+                    ds.rejected[ref.id] = ref
 
 
 class SampleReader:
@@ -236,8 +231,11 @@ class SampleReader:
     def sample(self, ref: SampleRef) -> Sample:
         """The full sample (without image bytes); raises ``RecordValidationError`` for a bad row."""
         if ref.source == "rejects":
-            row = json.loads(self._rows(ref.location, True)[ref.location.offset]["payload"])
-            row["image"] = None
+            payload = self._rows(ref.location, True)[ref.location.offset]["payload"]
+            found = [s for s in payload_samples(payload) if s.id == ref.id]
+            if not found:
+                raise RecordValidationError([FieldError(ref.id, "payload", "the reject row no longer holds it")])
+            return found[0].model_copy(update={"image": None})
         else:
             row = dict(self._rows(ref.location, False)[ref.location.offset])
         record = parse_record(from_row(row), "sample")
@@ -271,11 +269,8 @@ class SampleReader:
         if ref is None:
             return None
         if ref.source == "rejects":
-            try:
-                s = Sample.model_validate_json(self._rows(ref.location, True)[ref.location.offset]["payload"])
-            except (ValueError, RecordValidationError):
-                return None
-            return s.image
+            payload = self._rows(ref.location, True)[ref.location.offset]["payload"]
+            return next((s.image for s in payload_samples(payload) if s.id == ref.id), None)
         pf = pq.ParquetFile(ref.location.file)
         col = pf.read_row_group(ref.location.row_group, columns=["image"]).column("image")
         value = col[ref.location.offset].as_py()

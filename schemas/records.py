@@ -118,3 +118,22 @@ def parse_record(data: Any, kind: str | None = None, line: int | None = None) ->
             for e in exc.errors()
         ]
         raise RecordValidationError(errors) from None
+
+
+def payload_samples(payload: str) -> list[Sample]:
+    """The step samples a reject row's payload holds: the sample itself (a step refused on its own), every step
+    of a trajectory (refused whole, the curation default), or none (unparsable input, other kinds)."""
+    import json
+
+    from schemas.sample import samples_from_trajectory
+
+    try:
+        data = json.loads(payload)
+        record = parse_record(data)
+        if isinstance(record, Sample):
+            return [record]
+        if isinstance(record, Trajectory):
+            return list(samples_from_trajectory(record))
+    except (ValueError, TypeError, RecordValidationError):
+        pass
+    return []
