@@ -8,7 +8,9 @@
   never duplicates: one (screen, action) pair serving many goals is exactly what teaches goal conditioning;
 - *near-duplicate instructions* — the same goal (``Task.goal``, or none known on both sides) in the same app
   and device class, the same kind (demo / recovery / negative), and instructions the text clusterer links
-  with the same arguments (quoted strings, numbers, embedded names). Different goal states never merge.
+  with the same arguments (quoted strings, numbers, embedded names). Different goal states never merge. Of
+  such trajectories the shortest is kept, and so is every other route just as short (alternative shortest
+  demonstrations of the goal, their shared steps weighted); longer paths to the same goal are detours.
 
 Near-duplicate and instruction relations only link records of the same kind, so a recovery trajectory is not
 a duplicate of the demonstration it was derived from, and negatives are deduplicated among negatives; an
@@ -58,6 +60,8 @@ class Member:
     task: str
     content: str  # exact key
     near: str  # near-duplicate key (includes the screen clusters)
+    route: str = ""  # what is done, on which screens, without the words: (kind, goal, screen clusters, actions)
+    goal: bool = False  # the task records its goal (else goal-less trajectories are compared by text)
     weight_keys: tuple[str, ...] = ()  # per step: the supervision key of a trained step, "" for context steps
 
 
@@ -88,8 +92,9 @@ def trajectory_member(f: TrajectoryFacts, clusters: Mapping[str, str]) -> Member
     sign = "-" if f.kind == NEGATIVE else "+"
     weight_keys = tuple(digest(sign, task, f.goal, c, a, s.history) if s.target else ""
                         for (c, a), s in zip(screens, f.steps, strict=True))
-    return Member(f.key, WHOLE, f.id, f.rank, f.kind, f.task, f.content,
-                  digest("near", f.kind, task, f.goal, *(x for pair in screens for x in pair)), weight_keys)
+    flat = [x for pair in screens for x in pair]
+    return Member(f.key, WHOLE, f.id, f.rank, f.kind, f.task, f.content, digest("near", f.kind, task, f.goal, *flat),
+                  digest("route", f.kind, f.goal, *flat), bool(f.goal), weight_keys)
 
 
 def step_members(f: TrajectoryFacts, clusters: Mapping[str, str],
@@ -157,26 +162,50 @@ def resolve(members: Iterable[Member], source_of: SourceOf, clusterer: TextClust
     uf.link_equal([m.near for m in ms])
     if clusterer is not None:
         _link_instructions(uf, ms, clusterer)
+    components: dict[int, list[Member]] = {}
+    for i, m in enumerate(ms):
+        components.setdefault(uf.find(i), []).append(m)  # each list in rank order, its best member first
     rejections: list[tuple[int, Rejection]] = []
     kept: list[Member] = []
-    for i, m in enumerate(ms):
-        root = uf.find(i)
-        if root == i:
+    for component in components.values():
+        mine = _resolve_component(component, source_of)
+        rejections += mine[0]
+        kept += mine[1]
+    return rejections, _survivors(sorted(kept, key=lambda m: m.rank))
+
+
+def _resolve_component(ms: Sequence[Member], source_of: SourceOf) -> tuple[list[tuple[int, Rejection]],
+                                                                               list[Member]]:
+    """The best member is kept. Every other one is a duplicate of a kept member, by the finest relation it
+    has with one (exact, else near-duplicate screens) — except an *alternative route*: a trajectory as short as
+    the best one, for the same goal, through other screens or actions than every route kept so far. Both are
+    shortest demonstrations of the goal; what they share is weighted. Longer paths to the goal are detours."""
+    rep = ms[0]
+    kept, routes = [rep], {rep.route}
+    rejections: list[tuple[int, Rejection]] = []
+    for m in ms[1:]:
+        twin = next((k for k in kept if k.content == m.content), None)
+        near = twin or next((k for k in kept if k.near == m.near), None)
+        if near is None and m.step == WHOLE and m.route not in routes and len(m.weight_keys) == len(rep.weight_keys):
             kept.append(m)
+            routes.add(m.route)
             continue
-        rep = ms[root]
-        who = f"{rep.id} ({source_of(rep.key)})"
-        if m.content == rep.content:
+        of = near or rep
+        who = f"{of.id} ({source_of(of.key)})"
+        if twin is not None:
             r = Rejection(EXACT, "exact_duplicate", f"exact duplicate of {who}", m.id, m.step)
-        elif m.near == rep.near:
+        elif near is not None:
             r = Rejection(NEAR_SCREENS, "near_duplicate_screen",
                           f"near-duplicate of {who}: the same task and actions on near-identical screens", m.id,
                           m.step)
         else:
+            same = "same goal as" if rep.goal else "same task (no goal recorded) as"
+            how = (f"a longer path ({len(m.weight_keys)} steps, {len(rep.weight_keys)} for the kept one)"
+                   if len(m.weight_keys) != len(rep.weight_keys) else "the same route")
             r = Rejection(NEAR_INSTRUCTIONS, "near_duplicate_instruction",
-                          f"same goal as {who}: {m.task[:300]!r} ~ {rep.task[:300]!r}", m.id, m.step)
+                          f"{how}, {same} {who}: {m.task[:300]!r} ~ {rep.task[:300]!r}", m.id, m.step)
         rejections.append((m.key, r))
-    return rejections, _survivors(kept)
+    return rejections, kept
 
 
 def _survivors(kept: Sequence[Member]) -> list[Survivor]:

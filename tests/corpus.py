@@ -262,9 +262,15 @@ def build_corpus(root: Path, n_good: int = 24) -> Corpus:
                                  clock="09:15", banner=1, judge=4.0)
     add(other_task)  # the same screens and actions serving a different task: kept (goal conditioning)
     c.kept_samples |= {f"{other_task.id}:{s.index}" for s in other_task.steps}
-    para = good_trajectory(store, 700, tid="zz-near-task", task=good[4].task.instruction + "!", judge=4.0)
-    add(para)  # good[4]'s task, near-verbatim, on other screens
+    para = good_trajectory(store, 4, tid="zz-near-task", task=good[4].task.instruction + "!", judge=4.0)
+    add(para)  # good[4]'s task, near-verbatim, on its route
     c.expected["zz-near-task"] = ("near_dup_instructions", "near_duplicate_instruction")
+    detour = good_trajectory(store, 700, tid="zz-detour", task=good[5].task.instruction, n_steps=3, judge=5.0)
+    add(detour)  # good[5]'s task on a longer path: a detour
+    c.expected["zz-detour"] = ("near_dup_instructions", "near_duplicate_instruction")
+    alt = good_trajectory(store, 701, tid="zz-alt-route", task=good[6].task.instruction, judge=5.0)
+    add(alt)  # good[6]'s task, as short, through other screens: an alternative route, kept
+    c.kept_samples |= {f"{alt.id}:{s.index}" for s in alt.steps}
 
     # Schema-level defects (record ids where the record has one).
     def bad(tid: str, stage: str, reason: str, obj: dict | str) -> None:

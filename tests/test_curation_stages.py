@@ -186,7 +186,7 @@ def test_the_global_representative_survives_every_stage(tmp_path):
         _traj(store, 0, "copy-unverified", scores={"judge": 5.0}, verification="unverified"),  # exact copy
         _traj(store, 0, "copy-low-judge", scores={"judge": 4.0}),
         best.model_copy(update={"verification": "replayed"}),
-        _traj(store, 2, "paraphrase", task="Add a note about groceries!", scores={"judge": 4.5}),
+        _traj(store, 0, "paraphrase", task="Add a note about groceries!", scores={"judge": 4.5}),
         best.model_copy(update={"id": "best-noise", "lineage": Lineage(source="noise:x", negative=True)}),
         best,  # the same id again, unverified: an exact duplicate of the verified best
     ]

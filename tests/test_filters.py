@@ -235,7 +235,7 @@ def test_one_representative_for_every_relation_and_rejects_name_it():
     best = _facts(_traj(seed=0, tid="best", scores={"judge": 5.0}), key=1)
     copy = _facts(_traj(seed=0, tid="copy", scores={"judge": 4.0}), key=2)
     recapture = _facts(_traj(seed=1, tid="recapture", scores={"judge": 4.5}), key=3)
-    para = _facts(_traj(seed=2, tid="para", task="Add a note about groceries!", scores={"judge": 3.0}), key=4)
+    para = _facts(_traj(seed=0, tid="para", task="Add a note about groceries!", scores={"judge": 3.0}), key=4)
     other = _facts(_traj(seed=1, tid="other-task", task="Archive the travel note", scores={"judge": 3.0}), key=5)
     clusters = {s.screenshot: b.screenshot for f in (recapture, other)  # seed 1's screens: re-captures of seed 0's
                 for s, b in zip(f.steps, best.steps, strict=True)}
@@ -247,9 +247,22 @@ def test_one_representative_for_every_relation_and_rejects_name_it():
     assert all("best (in.jsonl:1)" in r.detail for r in by_key.values())
 
 
+def test_same_goal_keeps_the_shortest_routes_and_rejects_detours():
+    best = _facts(_traj(seed=0, tid="best", scores={"judge": 5.0}), key=1)
+    alternative = _facts(_traj(seed=1, tid="alt"), key=2)  # as short, through other screens: kept
+    detour = _facts(_traj(n_steps=3, seed=2, tid="detour"), key=3)
+    reworded = _facts(_traj(seed=1, tid="reworded", task="Add a note about groceries."), key=4)  # alt's route
+    rejections, survivors = resolve([trajectory_member(f, {}) for f in (detour, reworded, alternative, best)],
+                                    _source, MinHashClusterer(0.8))
+    assert [s.id for s in survivors] == ["best", "alt"]
+    why = {k: r.detail for k, r in rejections}
+    assert why[3].startswith("a longer path (3 steps, 2 for the kept one), same task (no goal recorded) as best")
+    assert why[4].startswith("the same route, same task (no goal recorded) as best")
+
+
 def test_different_goals_and_kinds_never_merge():
     a = _facts(_traj(seed=0, tid="a", task="Open the settings screen"), key=1)
-    b = _facts(_traj(seed=3, tid="b", task="Open the settings screen"), key=2)
+    b = _facts(_traj(n_steps=3, seed=3, tid="b", task="Open the settings screen"), key=2)  # a detour
     recovery = _facts(_traj(seed=4, tid="r", task="Open the settings screen", scores={"recovery": 1.0}), key=3)
     rejections, survivors = resolve([trajectory_member(f, {}) for f in (a, b, recovery)], _source,
                                     MinHashClusterer(0.8))
