@@ -289,7 +289,7 @@ def run_flywheel(tasks_path: Path, graph_dir: Path, endpoint_url: str, kind: str
         from pipelines.curation.pipeline import curate
 
         result = curate(CurateConfig(inputs=[out / "trajectories.parquet"], out=out / "dataset",
-                                     blobs=str(out / "blobs"), rows_per_shard=500))
+                                     blobs=str(out / "blobs"), rows_per_shard=500, allow_empty=True))
         summary["curated"] = {"version": str(result.version_dir), **result.manifest["totals"]}
     (out / "summary.json").write_text(json.dumps(summary, indent=1, default=str) + "\n")
     return summary
