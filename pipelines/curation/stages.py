@@ -9,6 +9,7 @@ and once more, for reject payloads only, by ``WriteSplits``.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -127,7 +128,9 @@ class DedupeGroups(beam.DoFn):
         return source_of(key, self.names)
 
     def process(self, group: tuple[str, Iterable[Member]]) -> Iterator[Any]:
-        with no_hf_progress_bars():  # the embedding model's "Loading weights" bar, drawn by each worker
+        # The embedding model's "Loading weights" bar, drawn by each worker (quieting it imports transformers).
+        quiet = no_hf_progress_bars() if self.backend == "minilm" else contextlib.nullcontext()
+        with quiet:
             rejections, survivors = resolve(group[1], self._source, self.clusterer)
         for kr in rejections:
             yield beam.pvalue.TaggedOutput(REJECTED, kr)
@@ -187,31 +190,27 @@ class WriteSplits(beam.DoFn):
 
 # --- counting ----------------------------------------------------------------------------------------------------
 
-def _tally(label: str, pcoll: beam.PCollection, what: str, samples: bool = False) -> beam.PCollection:
-    """{"what": what, "n": count} of a PCollection (or the sum of its ``samples`` when asked)."""
-    if samples:
-        counted = pcoll | f"{label}Samples" >> beam.Map(_samples) | f"{label}Sum" >> beam.CombineGlobally(sum)
-    else:
-        counted = pcoll | f"{label}Count" >> beam.combiners.Count.Globally()
-    return counted | f"{label}Tag" >> beam.Map(lambda n, w=what: {"what": w, "n": int(n)})
+def _size(what: str, samples: str = "") -> Any:
+    """A function counting one element as 1 of ``what`` (and its rows as ``samples``, when named)."""
+
+    def count(x: Any) -> list[tuple[str, int]]:
+        n = len(x.steps) if isinstance(x, TrajectoryFacts) else x.samples if isinstance(x, Survivor) else 0
+        return [(what, 1), (samples, n)] if samples else [(what, 1)]
+
+    return count
 
 
-def _samples(x: Any) -> int:
-    if isinstance(x, TrajectoryFacts):
-        return len(x.steps)
-    if isinstance(x, Survivor):
-        return x.samples
-    return int(x)
-
-
-def _reason_key(kr: tuple[int, Rejection]) -> tuple[tuple[str, str, bool], int]:
+def _rejection_count(kr: tuple[int, Rejection]) -> list[tuple[tuple[str, str, str, bool], int]]:
     r = kr[1]
-    return (r.stage, r.reason, r.error), 1
+    return [(("rejected", r.stage, r.reason, r.error), 1)]
 
 
-def _reason_row(kv: tuple[tuple[str, str, bool], int]) -> dict:
-    (stage, reason, error), n = kv
-    return {"what": "rejected", "stage": stage, "reason": reason, "error": error, "n": int(n)}
+def _tally_row(kv: tuple[Any, int]) -> dict:
+    key, n = kv
+    if isinstance(key, tuple):
+        _, stage, reason, error = key
+        return {"what": "rejected", "stage": stage, "reason": reason, "error": error, "n": int(n)}
+    return {"what": key, "n": int(n)}
 
 
 def _error_example(kr: tuple[int, Rejection]) -> tuple[str, str, str, str]:
@@ -230,27 +229,25 @@ class Counted:
 def count_everything(records: beam.PCollection, facts: beam.PCollection, screens: beam.PCollection,
                      members: beam.PCollection, survivors: beam.PCollection, final: beam.PCollection,
                      rejections: beam.PCollection) -> Counted:
-    """Stage sizes from independent PCollections: records read, facts, dedupe members, survivors, kept, and
-    rejections per (stage, reason)."""
+    """Stage sizes from independent PCollections — records read, facts, distinct screenshots, dedupe members,
+    survivors, kept, and rejections per (stage, reason) — summed by one combine."""
     parts = [
-        records | "RecordsSum" >> beam.CombineGlobally(sum) | "RecordsTag" >> beam.Map(
-            lambda n: {"what": "records", "n": int(n)}),
-        _tally("Facts", facts, "facts"),
-        _tally("FactSteps", facts, "facts_samples", samples=True),
-        _tally("Screens", screens, "screens"),
-        _tally("Members", members, "members"),
-        _tally("Survivors", survivors, "survivors"),
-        _tally("Final", final, "final"),
-        _tally("FinalSteps", final, "final_samples", samples=True),
-        rejections | "ReasonKey" >> beam.Map(_reason_key) | "ReasonCount" >> beam.CombinePerKey(sum)
-        | "ReasonRow" >> beam.Map(_reason_row),
+        records | "CountRecords" >> beam.Map(lambda n: ("records", int(n))),
+        facts | "CountFacts" >> beam.FlatMap(_size("facts", "facts_samples")),
+        screens | "CountScreens" >> beam.FlatMap(_size("screens")),
+        members | "CountMembers" >> beam.FlatMap(_size("members")),
+        survivors | "CountSurvivors" >> beam.FlatMap(_size("survivors")),
+        final | "CountFinal" >> beam.FlatMap(_size("final", "final_samples")),
+        rejections | "CountRejections" >> beam.FlatMap(_rejection_count),
     ]
+    tallies = (parts | "AllCounts" >> beam.Flatten() | "Sum" >> beam.CombinePerKey(sum)
+               | "TallyRows" >> beam.Map(_tally_row))
     examples = (rejections | "Errors" >> beam.Filter(lambda kr: kr[1].error)
                 | "ErrorExample" >> beam.Map(_error_example)
                 | "FirstErrors" >> beam.combiners.Top.Smallest(5)
                 | "ErrorRows" >> beam.FlatMap(lambda xs: [dict(zip(("stage", "reason", "record_id", "detail"), x,
                                                                     strict=True)) for x in xs]))
-    return Counted(parts | "AllTallies" >> beam.Flatten(), examples)
+    return Counted(tallies, examples)
 
 
 # --- the graph -----------------------------------------------------------------------------------------------------
