@@ -1,4 +1,5 @@
-"""Full curation pipeline throughput vs the image-decoding floor, and peak memory at two corpus sizes.
+"""Full curation pipeline: whole trajectories kept on the demo run, throughput vs the image-decoding floor, and
+peak memory at two corpus sizes.
 
 What is compared, on one streamed corpus (``tests.corpus.stream_bench_corpus``: N trajectories of ``--steps``
 steps over a bounded pool of ``--pool`` 1280x720 screenshots, with planted exact copies and bad records):
@@ -10,13 +11,17 @@ steps over a bounded pool of ``--pool`` 1280x720 screenshots, with planted exact
   pipeline, shards with embedded images, rejects, expectations, manifest, card), in-process and on Beam's
   multi-process runner.
 - **peak RSS** of an in-process curate run at the small and the large size, each in a fresh subprocess.
+- **the demo run** (``--demo DIR``, default ``demo-output`` of ``trajforge demo``): its synthesized trajectories
+  curated again with this code; ``yield_whole_trajectories`` = replay-verified trajectories kept whole ÷
+  replay-verified trajectories in, ``holes`` = kept trajectories missing a step in the shards.
 
 Every measurement runs in a fresh subprocess so imports, caches and allocator state do not leak between them.
-Prints ``BENCH curate_vs_floor``, ``BENCH curate_2w_vs_floor`` (curate records/s ÷ floor records/s; below 1
-means slower than the floor) and ``BENCH rss_100k_vs_10k`` (peak RSS at ``--large`` ÷ at ``--small``) last.
+Prints ``BENCH yield_whole_trajectories``, ``BENCH holes``, ``BENCH curate_vs_floor``, ``BENCH curate_2w_vs_floor``
+(curate records/s ÷ floor records/s; below 1 means slower than the floor) and ``BENCH rss_100k_vs_10k`` (peak RSS
+at ``--large`` ÷ at ``--small``) last.
 
 Usage: ``python benchmarks/bench_curate.py [--small 10000] [--large 100000] [--pool 1000] [--steps 2]
-[--instruction-dedupe minhash] [--workdir DIR]``. On a 2-core machine the 100k run takes far longer than ten
+[--instruction-dedupe minhash] [--workdir DIR] [--demo DIR]``. On a 2-core machine the 100k run takes tens of
 minutes; pass smaller sizes (keep the 10x ratio) and report what ran.
 """
 
@@ -81,6 +86,33 @@ def child_curate(corpus: Path, blobs: Path, out: Path, runner: str, workers: int
             "totals": m["totals"], "funnel": {s["stage"]: s["reasons"] for s in m["stages"] if s["reasons"]}}
 
 
+VERIFIED = ("replayed", "human")
+
+
+def child_demo(demo: Path, out: Path) -> dict:
+    """Curate the demo's synthesized trajectories (default settings) and count whole verified trajectories."""
+    import pyarrow.parquet as pq
+
+    from pipelines.curation.config import CurateConfig
+    from pipelines.curation.pipeline import curate
+
+    src = demo / "synth" / "trajectories.parquet"
+    blobs = next(iter(sorted(demo.glob("graph/*/blobs"))), demo / "graph" / "blobs")
+    verified_in = sum(v in VERIFIED for v in pq.read_table(src, columns=["verification"]).column(0).to_pylist())
+    m = curate(CurateConfig(inputs=[src], out=out, blobs=str(blobs), rows_per_shard=500)).manifest
+    rows = pq.read_table(out / m["version"] / "data",
+                         columns=["trajectory_id", "step_index", "num_steps", "verification"]).to_pylist()
+    steps: dict[str, set[int]] = {}
+    for r in rows:
+        steps.setdefault(r["trajectory_id"], set()).add(r["step_index"])
+    whole_verified = {r["trajectory_id"] for r in rows if r["verification"] in VERIFIED
+                      and steps[r["trajectory_id"]] == set(range(r["num_steps"]))}
+    return {"records": m["totals"]["records_in"], "verified_in": verified_in,
+            "kept_whole_verified": len(whole_verified),
+            "holes": m["totals"]["trajectories_with_holes"], "totals": m["totals"],
+            "funnel": {s["stage"]: s["reasons"] for s in m["stages"] if s["reasons"]}}
+
+
 def run_child(args: list[str], timeout: float) -> dict:
     """One measurement in a fresh interpreter; its last stdout line is the JSON result."""
     proc = subprocess.run([sys.executable, __file__, "--child", *args], capture_output=True, text=True,
@@ -100,12 +132,15 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--workdir", type=Path, default=None, help="keep the corpus here (reused between runs)")
     ap.add_argument("--timeout", type=float, default=3600, help="seconds allowed per measurement")
+    ap.add_argument("--demo", type=Path, default=ROOT / "demo-output", help="a `trajforge demo` output directory")
     ap.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     a = ap.parse_args()
 
     if a.child:
         kind, corpus, blobs, *rest = a.child
-        if kind == "floor":
+        if kind == "demo":
+            res = child_demo(Path(corpus), Path(blobs))
+        elif kind == "floor":
             res = child_floor(Path(corpus), Path(blobs))
         else:
             out, runner, workers, dedupe = rest
@@ -116,6 +151,15 @@ def main() -> None:
     from tests.corpus import stream_bench_corpus
 
     work = a.workdir or Path(tempfile.mkdtemp(prefix="bench-curate-"))
+    demo = None
+    if (a.demo / "synth" / "trajectories.parquet").is_file():
+        shutil.rmtree(work / "out-demo", ignore_errors=True)
+        demo = run_child(["demo", str(a.demo), str(work / "out-demo")], a.timeout)
+        print(f"demo run ({a.demo}): {demo['records']} trajectories, {demo['verified_in']} replay-verified; kept "
+              f"whole {demo['kept_whole_verified']} of them, {demo['holes']} with holes; rejects {demo['funnel']}",
+              flush=True)
+    else:
+        print(f"no demo run at {a.demo} (run `trajforge demo` first): yield and holes not measured", flush=True)
     t = time.perf_counter()
     small = stream_bench_corpus(work, a.small, pool_size=a.pool, steps=a.steps)
     large = stream_bench_corpus(work, a.large, pool_size=a.pool, steps=a.steps)
@@ -156,6 +200,9 @@ def main() -> None:
     if a.workdir is None:
         shutil.rmtree(work, ignore_errors=True)
     print(f"sizes run: small={small.records} large={large.records} records (ratio {large.records / small.records:.1f})")
+    if demo is not None:
+        print(f"BENCH yield_whole_trajectories={demo['kept_whole_verified'] / max(1, demo['verified_in']):.3f}")
+        print(f"BENCH holes={demo['holes']}")
     print(f"BENCH curate_vs_floor={d_rps / floor_rps:.3f}")
     print(f"BENCH curate_2w_vs_floor={m_rps / floor_rps:.3f}")
     print(f"BENCH rss_100k_vs_10k={big['rss_mib'] / direct['rss_mib']:.3f}")

@@ -265,11 +265,11 @@ def build_corpus(root: Path, n_good: int = 24) -> Corpus:
     para = good_trajectory(store, 4, tid="zz-near-task", task=good[4].task.instruction + "!", judge=4.0)
     add(para)  # good[4]'s task, near-verbatim, on its route
     c.expected["zz-near-task"] = ("near_dup_instructions", "near_duplicate_instruction")
-    detour = good_trajectory(store, 700, tid="zz-detour", task=good[5].task.instruction, n_steps=3, judge=5.0)
-    add(detour)  # good[5]'s task on a longer path: a detour
+    detour = good_trajectory(store, 700, tid="zz-detour", task=good[2].task.instruction, n_steps=3, judge=5.0)
+    add(detour)  # good[2]'s task on a longer path: a detour
     c.expected["zz-detour"] = ("near_dup_instructions", "near_duplicate_instruction")
-    alt = good_trajectory(store, 701, tid="zz-alt-route", task=good[6].task.instruction, judge=5.0)
-    add(alt)  # good[6]'s task, as short, through other screens: an alternative route, kept
+    alt = good_trajectory(store, 701, tid="zz-alt-route", task=good[0].task.instruction, judge=5.0)
+    add(alt)  # good[0]'s task, as short, through other screens: an alternative route, kept
     c.kept_samples |= {f"{alt.id}:{s.index}" for s in alt.steps}
 
     # Schema-level defects (record ids where the record has one).
