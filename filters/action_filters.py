@@ -20,6 +20,7 @@ class PointInTarget(RecordFilter[Item]):
         a = item.sample.action
         if a.point_in_target() is False:
             b = a.target_bbox
+            assert b is not None  # point_in_target is None without a box
             return Drop(self.name, f"point ({a.x}, {a.y}) outside target ({b.x1}, {b.y1})-({b.x2}, {b.y2})")
         return True
 

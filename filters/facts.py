@@ -54,7 +54,8 @@ def goal_key(goal: Goal | None) -> str:
 def action_signature(a: Action) -> str:
     """What makes two steps "the same action" on near-identical screens: kind, target (element, else the 20‰
     grid cell of its point) and its arguments."""
-    where = a.target_element_id or (f"{a.x_norm // 20},{a.y_norm // 20}" if a.x_norm is not None else "")
+    grid = f"{a.x_norm // 20},{a.y_norm // 20}" if a.x_norm is not None and a.y_norm is not None else ""
+    where = a.target_element_id or grid
     return "|".join(str(v or "") for v in (a.full_type, where, a.text, a.key, a.direction, a.app))
 
 

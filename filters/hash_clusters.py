@@ -46,7 +46,7 @@ def band_masks(max_distance: int) -> list[tuple[int, int]]:
     return out
 
 
-def hamming64(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def hamming64(a: np.ndarray, b: np.ndarray | np.unsignedinteger) -> np.ndarray:
     return np.bitwise_count(np.bitwise_xor(a, b)).astype(np.int64)
 
 

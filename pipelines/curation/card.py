@@ -48,9 +48,16 @@ def write_card(manifest: dict[str, Any], version_dir: Path, version: str) -> Non
         "",
         "One row per agent step (`schemas.sample.Sample`, schema version "
         f"{manifest['schema_version']}): task, screenshot, action (pixels + 0–1000), instruction, reasoning, "
-        "history, difficulty (MobileRL weights), lineage.",
+        "history, difficulty (MobileRL weights, `filters/difficulty.py`), `weight` (1/n for n kept rows that are "
+        "the same supervision), `train_target` (False: a recovery's deliberate mistake, context only), lineage "
+        "(`negative`: a noise-injected negative, not a demonstration).",
         "",
+        f"- unit: **{manifest.get('unit', 'trajectory')}** — "
+        + ("a trajectory is kept or rejected whole; a failing step rejects it" if manifest.get("unit", "trajectory")
+           == "trajectory" else "rows are kept or dropped one by one (grounding data)"),
         f"- records read: {t['records_in']}, rejected as records: {t['records_rejected']}",
+        f"- trajectories: {t.get('trajectories_in', 0)} in, **{t.get('trajectories_kept', 0)} kept** "
+        f"({t.get('trajectories_whole', 0)} whole, {t.get('trajectories_with_holes', 0)} with missing steps)",
         f"- step samples: {t['samples_in']} in, {t['samples_rejected']} rejected, **{t['samples_kept']} kept** "
         f"in {len(manifest['shards'])} shard(s)",
         f"- screenshots: {'embedded PNG bytes' if manifest['config']['embed_images'] else 'blob-store references'}",

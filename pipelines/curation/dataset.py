@@ -37,7 +37,7 @@ def versions(out: Path) -> list[Path]:
 
 def clean_stale_staging(out: Path) -> list[Path]:
     """Remove staging directories whose owning process is gone; returns what was removed."""
-    removed = []
+    removed: list[Path] = []
     if not out.is_dir():
         return removed
     for p in out.glob(".staging-*"):

@@ -67,7 +67,7 @@ def _is_json_array(p: Path) -> bool:
 
 
 def _mean_steps_jsonl(p: Path) -> float:
-    counts = []
+    counts: list[int] = []
     with p.open("rb") as f:
         for raw in f:
             if len(counts) >= SAMPLE_RECORDS:

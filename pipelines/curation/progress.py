@@ -12,6 +12,7 @@ Counts are cosmetic: a retried bundle may count twice; the manifest, not this, i
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import threading
@@ -101,7 +102,7 @@ def count_input_records(paths: list[Path]) -> int:
             continue
         ends_with_newline = True
         with p.open("rb") as f:
-            for chunk in iter(lambda f=f: f.read(1 << 20), b""):
+            for chunk in iter(functools.partial(f.read, 1 << 20), b""):
                 n += chunk.count(b"\n")
                 ends_with_newline = chunk.endswith(b"\n")
         n += 0 if ends_with_newline else 1

@@ -76,9 +76,9 @@ def read_split(split: Split) -> Iterator[tuple[int, SourceRecord]]:
                                                       raw=json.dumps(row, ensure_ascii=False, default=str))
     else:
         for n, raw in _lines(split):
-            parsed = parse_jsonl_line(raw, n, "trajectory")
-            if parsed is not None:
-                yield record_key(fi, n), _source(split, parsed)
+            line = parse_jsonl_line(raw, n, "trajectory")
+            if line is not None:
+                yield record_key(fi, n), _source(split, line)
 
 
 def raw_texts(split: Split, keys: set[int]) -> dict[int, str]:
