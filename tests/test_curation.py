@@ -15,7 +15,7 @@ from PIL import Image
 from pipelines.curation.config import CurateConfig
 from pipelines.curation.dataset import versions
 from pipelines.curation.expectations import ExpectationsFailed
-from pipelines.curation.pipeline import EmptyDataset, curate
+from pipelines.curation.pipeline import EmptyDataset, FilterErrorsExceeded, curate
 from tests.corpus import build_corpus
 
 pytestmark = pytest.mark.e2e
@@ -163,3 +163,40 @@ def test_all_rejected_input_fails_unless_asked_to_publish_an_empty_version(tmp_p
     assert len(df) == 0 and "action" in df.columns
     rejected = sum(pq.read_table(f).num_rows for f in (result.version_dir / "rejects").glob("*.parquet"))
     assert rejected == 3
+
+
+def test_step_units_keep_the_good_steps_of_a_trajectory_with_a_bad_one(tmp_path):
+    from schemas import BlobStore
+    from tests.corpus import good_trajectory
+
+    store = BlobStore(tmp_path / "blobs")
+    t = json.loads(good_trajectory(store, 1, tid="three", n_steps=3).model_dump_json())
+    t["steps"][1]["action"].update(x=100.0, x_norm=None, y_norm=None)  # outside its target
+    src = tmp_path / "in.jsonl"
+    src.write_text(json.dumps(t) + "\n")
+    result = curate(CurateConfig(inputs=[src], out=tmp_path / "out", instruction_dedupe="off", unit="step"))
+    m = result.manifest
+    assert m["unit"] == "step" and m["totals"]["trajectories_with_holes"] == 1  # allowed in step units
+    ids = pq.read_table(result.version_dir / "data").column("id").to_pylist()
+    assert ids == ["three:0", "three:2"]
+    [reject] = _rejects(result.version_dir)["three:1"]
+    assert reject["reason"] == "point_outside_bbox" and json.loads(reject["payload"])["step_index"] == 1
+
+
+def test_a_raising_filter_fails_the_run_unless_under_the_threshold(corpus, tmp_path, monkeypatch):
+    from filters.text_filters import ReasoningLength
+
+    def broken(self, item):
+        if item.sample.trajectory_id == "traj-0005":
+            raise ZeroDivisionError("token budget")
+        return True
+
+    monkeypatch.setattr(ReasoningLength, "decide", broken)
+    cfg = CurateConfig(inputs=[corpus.path], out=tmp_path, instruction_dedupe="off")
+    with pytest.raises(FilterErrorsExceeded, match=r"traj-0005: reasoning_too_long_error: step 0: ZeroDivision"):
+        curate(cfg)
+    assert versions(tmp_path) == []
+    cfg.max_filter_errors = 1
+    result = curate(cfg)
+    [reject] = _rejects(result.version_dir)["traj-0005"]
+    assert reject["reason"] == "reasoning_too_long_error" and result.manifest["totals"]["filter_errors"] == 1
