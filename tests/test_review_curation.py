@@ -29,7 +29,10 @@ CSRF_RE = re.compile(r'name="csrf_token" value="([0-9a-f]{64})"')
 
 def test_curated_version_is_reviewable_and_gated_into_the_next_version(tmp_path):
     store = BlobStore(tmp_path / "in" / "blobs")
-    write_jsonl([rs.trajectory(store, s, 3, hostile=True) for s in range(4)], tmp_path / "in" / "t.jsonl")
+    # Four routes of one (goal-less) task; the fourth takes a step more than the others: a detour the
+    # instruction dedupe refuses, so the audit queue has a gate reject to show.
+    write_jsonl([rs.trajectory(store, s, 4 if s == 3 else 3, hostile=True) for s in range(4)],
+                tmp_path / "in" / "t.jsonl")
     result = curate(CurateConfig(inputs=[tmp_path / "in" / "t.jsonl"], out=tmp_path / "ds",
                                  instruction_dedupe="minhash", embed_images=False))
     v1 = result.version_dir
