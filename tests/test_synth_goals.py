@@ -108,3 +108,81 @@ def test_a_form_task_repeats_exactly_what_the_crawler_typed_before_the_submit():
     broken = [t.model_copy(update={"from_observation_id": "elsewhere"}) if t.id == "e08" else t for t in transitions]
     g2 = build_graph("notes", [*obs, obs[0].model_copy(update={"id": "elsewhere"})], broken)
     assert ("create", "New note") not in _plans(g2)
+
+
+def _with_paths(obs, paths):
+    """``obs`` with DOM paths set on the elements named in ``paths`` (id -> path)."""
+    return obs.model_copy(update={"elements": [e.model_copy(update={"path": paths.get(e.id, e.path)})
+                                               for e in obs.elements]})
+
+
+def _card_graph(groceries_body: bool = True, header_text: str = "", recipes_card: bool = True,
+                row_text: str = ""):
+    """The toy app as a single-page app: opening Groceries shows its card above an older, longer "Recipes"
+    card; the notes list has one row per note (and, optionally, a header paragraph outside every row)."""
+    recipes = [Element(id="r-h", role="heading", text="Recipes", bbox=BBox(x1=10, y1=200, x2=200, y2=230),
+                       path="body[1]/main[1]/section[2]/h2[1]"),
+               Element(id="r-body", role="paragraph", bbox=BBox(x1=20, y1=240, x2=380, y2=270),
+                       text="Pancakes need flour, eggs, milk, butter, sugar and a pinch of salt for the batter",
+                       path="body[1]/main[1]/section[2]/p[1]")]
+    header = [Element(id="hdr", role="paragraph", text=header_text, bbox=BBox(x1=20, y1=40, x2=380, y2=55),
+                      path="body[1]/header[1]/p[1]")] if header_text else []
+    if row_text:
+        header.append(Element(id="row-1", role="paragraph", text=row_text, bbox=BBox(x1=20, y1=141, x2=380, y2=149),
+                              path="body[1]/main[1]/ul[1]/li[1]/p[1]"))
+    obs, transitions = notes_records(extra={"groceries": recipes if recipes_card else [], "notes": header})
+    out = []
+    for o in obs:
+        if o.location.endswith("/notes/1"):
+            o = _with_paths(o, {"groceries-h1": "body[1]/main[1]/section[1]/h2[1]",
+                                "g-body": "body[1]/main[1]/section[1]/p[1]"})
+            if not groceries_body:
+                o = o.model_copy(update={"elements": [e for e in o.elements if e.id != "g-body"]})
+        if o.location.endswith("/notes"):
+            o = _with_paths(o, {"note-1": "body[1]/main[1]/ul[1]/li[1]/a[1]",
+                                "note-2": "body[1]/main[1]/ul[1]/li[2]/a[1]"})
+        out.append(o)
+    return build_graph("notes", out, transitions)
+
+
+def test_an_answer_is_read_from_the_items_own_card_never_a_neighbour_shown_beside_it():
+    answer = _plans(_card_graph())[("answer", "Groceries")]
+    assert answer.goal.answer.startswith("Milk, eggs") and answer.steps[-1].action.text.startswith("Milk, eggs")
+    # The item's card has no text of its own: no question about it, rather than the neighbour's text as answer.
+    plans = _plans(_card_graph(groceries_body=False))
+    assert ("item", "Groceries") in plans and ("answer", "Groceries") not in plans
+
+
+def test_an_answer_counts_as_shown_on_the_list_only_inside_the_items_own_row():
+    from test_synth_toygraph import GROCERIES_TEXT
+
+    # The same words in the page header, outside the Groceries row: the task still opens the note.
+    answer = _plans(_card_graph(header_text=GROCERIES_TEXT, recipes_card=False))[("answer", "Groceries")]
+    assert not answer.facts.answer_on_list and answer.edge_ids == ("e12",)
+    assert answer.goal.location.endswith("/notes/1")
+    # The Groceries row itself shows the whole text: the question is answered from the list, without a tap.
+    listed = _plans(_card_graph(row_text=GROCERIES_TEXT, recipes_card=False))[("answer", "Groceries")]
+    assert listed.facts.answer_on_list and listed.edge_ids == () and listed.goal.location.endswith("/notes")
+
+
+def test_a_route_through_screens_a_later_control_was_already_on_is_refused_as_a_detour():
+    from pipelines.synthesis.goals import Planner
+    from pipelines.synthesis.runner import SynthConfig, select_plans
+
+    # Settings' own "About" control is also on the notes screen (a wiki's sidebar shows the same controls
+    # everywhere); the recorded route still goes through Settings, because pressing it on the notes screen was
+    # never recorded reaching the About screen.
+    same = Element(id="side-about", role="link", text="About", resource_id="settings-about",
+                   bbox=BBox(x1=20, y1=230, x2=140, y2=250), clickable=True)
+    planner = Planner(notes_graph(extra={"notes": [same]}))
+    plans = {(p.kind, p.facts.target) for p in planner.plans()}
+    assert ("screen", "About this app") not in plans and ("screen", "Settings") in plans
+    [(refused, reason, detail)] = [r for r in planner.refused if r[0].facts.target == "About this app"]
+    assert reason == "detour_plan" and refused.edge_ids == ("e05", "e14") and "step 2" in detail
+    _, rejects = select_plans(notes_graph(extra={"notes": [same]}), SynthConfig())
+    assert [(r.stage, r.reason) for r in rejects] == [("synthesis.plan", "detour_plan")]
+    assert "About this app" in rejects[0].detail and "Settings" in rejects[0].payload
+    # Hidden until a menu opens (a phone's drawer): not on screen, so the route is no detour.
+    hidden = same.model_copy(update={"visible": False})
+    assert ("screen", "About this app") in {(p.kind, p.facts.target) for p in plan_goals(
+        notes_graph(extra={"notes": [hidden]}))}

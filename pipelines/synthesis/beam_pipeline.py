@@ -261,8 +261,10 @@ def run_synthesis_beam(graph_dir: str | Path, out_dir: str | Path, factory: Call
     units: list[Unit] = []
     per_graph: dict[str, list[int]] = {}
     n_plans = planned = 0
+    refused: list[Reject] = []
     for key, graph in loaded.graphs.items():
-        plans = select_plans(graph, config)
+        plans, graph_refused = select_plans(graph, config)
+        refused += graph_refused
         n_plans += len(plans)
         planned += planned_calls(graph, plans, config)
         for language in languages_for(graph, config):
@@ -295,7 +297,7 @@ def run_synthesis_beam(graph_dir: str | Path, out_dir: str | Path, factory: Call
         usage_from_metrics(result, usage)
         say("assembling trajectories")
         trajs: list[Trajectory] = []
-        rejects: list[Reject] = list(loaded.rejects)
+        rejects: list[Reject] = list(loaded.rejects) + refused
         for key, graph in loaded.graphs.items():
             graph_trajs: list[Trajectory] = []
             for index in per_graph.get(key, []):

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from pipelines.synthesis.graph_input import AppGraph
@@ -38,6 +39,7 @@ from pipelines.synthesis.navigation import (
     timeline,
 )
 from pipelines.synthesis.screens import (
+    HEADING_ROLES,
     TEXT_ROLES,
     ElementKey,
     clip,
@@ -181,18 +183,55 @@ def _item_of(nav: Navigator, hops: list[tuple[Transition, Anchored]]) -> tuple[s
     return "", ""
 
 
-def _answer_text(obs: Observation, pollution_free: bool, chrome: set[str]) -> str:
-    """The item's own text on its screen: the longest plain text no other screen shows as chrome (banners,
-    footers and navigation appear at several locations; an item's body does not)."""
+def _shared_depth(a: str, b: str) -> int:
+    """How many DOM path segments two elements share from the root (their common ancestor's depth)."""
+    n = 0
+    for x, y in zip(a.split("/"), b.split("/"), strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def _own_region(anchor: Element, rivals: Iterable[Element]) -> int:
+    """The depth below which an element belongs to ``anchor`` alone: deeper than where the anchor meets any of
+    its ``rivals`` (the other headings of a page, the other rows of a list). 0 when nothing is known."""
+    if not anchor.path:
+        return 0
+    return max((_shared_depth(anchor.path, r.path) for r in rivals if r.path and r.id != anchor.id), default=0)
+
+
+def _answer_text(obs: Observation, pollution_free: bool, chrome: set[str], anchor: Element | None = None,
+                 rivals: Iterable[Element] = ()) -> str:
+    """The item's own text: the longest plain text no other screen shows as chrome (banners, footers and
+    navigation appear at several locations; an item's body does not) and, with an ``anchor`` (the heading that
+    opened with the item, or the item's row link on a list), inside the anchor's own DOM region — a single-page
+    app shows several items at once, and the answer about one must not be read off its neighbour."""
     if not pollution_free:
         return ""
+    if anchor is not None and not anchor.path:
+        anchor = None  # no DOM paths (a hand-built or Android capture without them): the whole screen counts
+    depth = _own_region(anchor, rivals) if anchor is not None else 0
     best = ""
     for e in obs.elements:
         text = " ".join(e.text.split())
         if (e.role in TEXT_ROLES and not e.clickable and e.visible and len(text.split()) >= MIN_ANSWER_WORDS
                 and text not in chrome and len(text) > len(best) and len(text) <= 300):
+            if anchor is not None and (not e.path or _shared_depth(anchor.path, e.path) <= depth):
+                continue
             best = text
     return best
+
+
+def _item_heading(before: Observation, after: Observation, item: str) -> tuple[Element | None, list[Element]]:
+    """The heading the item's page opened with (the item's title, else the first heading that appeared) and
+    the page's other headings; (None, []) on a page with a single heading, where the whole page is the item's."""
+    hs = [e for e in after.elements if e.role in HEADING_ROLES and e.visible and e.text.strip()]
+    if len(hs) < 2:
+        return None, []
+    fresh = set(new_headings(before, after))
+    own = ([h for h in hs if clip(h.text).lower() == item.lower()] or [h for h in hs if clip(h.text) in fresh])
+    return (own[0], hs) if own else (None, [])
 
 
 class Planner:
@@ -215,6 +254,8 @@ class Planner:
         return {t for t, locs in where.items() if len(locs) >= 3}  # a list and its item share their text
 
     def plans(self) -> list[GoalPlan]:
+        """The plans worth a task; ``self.refused`` holds the (plan, reason, detail) of the ones that are not."""
+        self.refused: list[tuple[GoalPlan, str, str]] = []
         if not self.nav.dist:
             return []
         out = self.screen_plans() + self.form_plans()
@@ -222,12 +263,46 @@ class Planner:
         unique = []
         for p in sorted(out, key=lambda p: len(p.steps)):  # equal goals: the shortest plan wins
             same_goal = (p.kind, json.dumps(p.facts.as_payload(), sort_keys=True, ensure_ascii=False))
-            if p.key in seen or same_goal in seen or len(p.steps) > MAX_PLAN_STEPS:
+            if p.key in seen or same_goal in seen:
                 continue
             seen.update((p.key, same_goal))
+            if len(p.steps) > MAX_PLAN_STEPS:
+                self.refused.append((p, "plan_too_long", f"{len(p.steps)} steps > {MAX_PLAN_STEPS}"))
+                continue
+            detour = self.detour(p)
+            if detour:
+                self.refused.append((p, "detour_plan", detour))
+                continue
             p.unprobed = self.shortcuts(p)
             unique.append(p)
         return unique
+
+    def detour(self, plan: GoalPlan) -> str:
+        """Why the plan wanders, or "": a later step's control was already on screen, visible and enabled,
+        before an earlier navigation step, so the steps between are a crawl's detour, not what a person does.
+
+        Shortcut probing tries such controls; when pressing one there led to a screen the graph tells apart
+        from the plan's (an app whose screens remember unrelated panels, like a wiki's sidebar), the long route
+        stays the only recorded one, and a trajectory that taps five unrelated tabs on the way would teach
+        wandering. It is refused (a reject with this reason) instead.
+        """
+        g = self.graph
+        acting = [(i, s) for i, s in enumerate(plan.steps) if s.edge_id and s.action.target_element_id]
+        keys: list[tuple[int, ElementKey, str]] = []
+        for i, s in acting:
+            el = g.observation(s.observation_id).element(s.action.target_element_id or "")
+            if el is not None:
+                keys.append((i, element_key(el), el.label))
+        for a, (i, own, label_i) in enumerate(keys):
+            if plan.steps[i].role != StepRole.NAVIGATE:
+                continue
+            here = g.observation(plan.steps[i].observation_id)
+            shown = {element_key(e) for e in here.elements if e.visible and e.clickable and e.enabled}
+            for j, key, label_j in keys[a + 1:]:
+                if key != own and key in shown:
+                    return (f"step {j + 1} (“{clip(label_j)}”) was already on screen at step {i + 1} "
+                            f"(“{clip(label_i)}”): {j - i} step(s) of detour")
+        return ""
 
     # --- screens, items, answers ---------------------------------------------------------------------
 
@@ -283,12 +358,17 @@ class Planner:
             goal = Goal(kind=kind, state=state, observation_id=goal_obs.id, location=location_path(goal_obs),
                         must_show=[item] if is_item else [], summary=f"{kind.value}: {facts.target}")
             plans.append(GoalPlan(g.app_id, goal, facts, [*nav_steps, _terminal(goal_obs)]))
-            if is_item:
-                answer = _answer_text(goal_obs, nav.pollution.clean(goal_obs), self.chrome)
+            if is_item and target is not None:
+                clean = nav.pollution.clean(goal_obs)
+                anchor, rivals = _item_heading(from_obs, goal_obs, item)
+                answer = _answer_text(goal_obs, clean, self.chrome, anchor, rivals)
+                # Where the item's own row on the list already shows its text, the question is answered from
+                # the list: opening the item first would be a detour. Only the row's text counts, never a
+                # neighbour's or the page header's.
+                row_text = _answer_text(from_obs, clean, self.chrome, target, siblings(from_obs, target))
+                on_list = bool(answer) and bool(row_text) and " ".join(answer.split()).lower() in \
+                    " ".join(row_text.split()).lower()
                 if answer:
-                    # Where the list already shows the item's text, the question is answered from the list:
-                    # opening the item first would be a detour.
-                    on_list = bool(texts_in([answer], from_obs))
                     where = from_obs if on_list else goal_obs
                     steps = nav_steps[:-1] if on_list else nav_steps
                     if on_list and steps:

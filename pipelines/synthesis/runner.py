@@ -97,11 +97,31 @@ def languages_for(graph: AppGraph, config: SynthConfig) -> list[str]:
     return list(config.languages or crawl_languages(graph))
 
 
-def select_plans(graph: AppGraph, config: SynthConfig) -> list[GoalPlan]:
-    """The goal plans of a graph that the config asks for, in a stable order."""
+def select_plans(graph: AppGraph, config: SynthConfig) -> tuple[list[GoalPlan], list[Reject]]:
+    """The goal plans of a graph that the config asks for, in a stable order, and a reject for every plan the
+    planner or the config refused (a detour, too many steps): nothing leaves synthesis without a trace. Kinds
+    the config did not ask for and plans past ``max_plans`` are a choice, not a fault, and are not rejects."""
     cfg = config.plans
-    plans = [p for p in Planner(graph).plans() if p.kind in cfg.kinds and len(p.steps) <= cfg.max_steps]
-    return plans[: cfg.max_plans]
+    planner = Planner(graph)
+    plans, rejects = [], []
+    for p in planner.plans():
+        if p.kind not in cfg.kinds:
+            continue
+        if len(p.steps) > cfg.max_steps:
+            rejects.append(_plan_reject(graph, p, "plan_too_long", f"{len(p.steps)} steps > max_steps {cfg.max_steps}"))
+            continue
+        plans.append(p)
+    rejects += [_plan_reject(graph, p, reason, detail) for p, reason, detail in planner.refused
+                if p.kind in cfg.kinds]
+    return plans[: cfg.max_plans], rejects
+
+
+def _plan_reject(graph: AppGraph, plan: GoalPlan, reason: str, detail: str) -> Reject:
+    """A refused plan as a reject: its goal and route, so a reader sees which task was not written and why."""
+    route = [f"{s.action.type}:{s.target_label}" if s.target_label else str(s.action.type) for s in plan.steps]
+    payload = json.dumps({"app_id": graph.app_id, "device": graph.device, "goal": plan.goal.summary,
+                          "route": route}, ensure_ascii=False)
+    return _reject(f"plan:{plan.plan_id}", STAGE_PLAN, reason, f"{plan.goal.summary}: {detail}", payload)
 
 
 def _reject(record_id: str, stage: str, reason: str, detail: str, payload: str = "") -> Reject:
@@ -201,7 +221,9 @@ def synthesize_graph(graph: AppGraph, executor: CallExecutor, config: SynthConfi
     """
     backend = executor.backend
     out = GraphOutput()
-    plans = plans if plans is not None else select_plans(graph, config)
+    if plans is None:
+        plans, refused = select_plans(graph, config)
+        out.rejects += refused
     out.plans = len(plans)
     for language in languages_for(graph, config):
         tcalls = plan_task_calls(graph, plans, language)
@@ -373,12 +395,15 @@ def run_synthesis(graph_dir: str | Path, out_dir: str | Path, backend: Backend, 
     if prober is not None:
         loaded, probes = probe_graphs(graph_dir, loaded, prober)
     cache = CallCache(cache_dir if cache_dir is not None else out / "cache")
-    plans = {key: select_plans(g, config) for key, g in loaded.graphs.items()}
+    plans: dict[str, list[GoalPlan]] = {}
+    rejects = list(loaded.rejects)
+    for key, g in loaded.graphs.items():
+        plans[key], refused = select_plans(g, config)
+        rejects += refused
     total = sum(planned_calls(loaded.graphs[key], p, config) for key, p in plans.items())
     tick = progress("calls", total) if progress else None
     executor = CallExecutor(backend, cache, usage, config.batch_size, tick, config.max_attempts)
     trajs: list[Trajectory] = []
-    rejects = list(loaded.rejects)
     n_plans = 0
     for key, graph in loaded.graphs.items():
         if backend.needs_images:
