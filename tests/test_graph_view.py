@@ -55,8 +55,8 @@ def test_graph_view_page_draws_every_state_and_edge_and_reacts(crawled: Path, tm
                           text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     nodes = pq.read_table(crawled / "nodes.parquet").to_pylist()
-    edges = {(t["from_state"], t["to_state"]) for t in pq.read_table(crawled / "transitions.parquet").to_pylist()
-             if t["from_state"] != t["to_state"]}
+    trans = pq.read_table(crawled / "transitions.parquet").to_pylist()
+    edges = {(t["from_state"], t["to_state"]) for t in trans if t["from_state"] != t["to_state"]}
     device = open_device(EndpointSpec("viewer", chromedriver_url), Profile(VIEWPORTS["desktop"]))
     try:
         drv = device.driver
@@ -83,6 +83,31 @@ def test_graph_view_page_draws_every_state_and_edge_and_reacts(crawled: Path, tm
         outs = {b for a, b in edges if a == entry}
         assert set(js("return [...document.querySelectorAll('.e.out')].map(e => e.dataset.to)")) == outs
         assert len(outs) >= 2
+        # Its actions are named the way a person would ("click 'New note'") with the screen each led to.
+        acts = js("return [...document.querySelectorAll('#d ul.acts li')].map(li => li.innerText)")
+        tried_here = [t for t in trans if t["from_state"] == entry]
+        assert acts and len(acts) <= len(tried_here) and all(" → " in a for a in acts)
+        assert any(a.startswith("click '") for a in acts)
+        # A screen with a refused action lists it under Audit (the demo app's "Log out" is on the deny-list).
+        audited = js("return Object.entries(INFO).filter(([k, v]) => v.audit.some(a => a.startsWith('blocked:')))"
+                     ".map(([k]) => k)")
+        assert audited
+        js("document.querySelector(`.n[data-id='${arguments[0]}']`)"
+           ".dispatchEvent(new MouseEvent('click', {bubbles: true}))", audited[0])
+        assert any("Log out" in a for a in js(
+            "return [...document.querySelectorAll('#d ul.audit li')].map(li => li.innerText)"))
+
+        # Layers by depth from the entry: the first screen is in the first layer, and every arrow from a layer
+        # to a deeper one goes exactly one layer deeper (BFS depth); thumbnails fill their cards.
+        first = min(nodes, key=lambda n: n["first_seen"])["state_id"]
+        xs = js("return Object.fromEntries([...document.querySelectorAll('.n')].map(g => [g.dataset.id, "
+                "g.transform.baseVal[0].matrix.e]))")
+        assert xs[first] == min(xs.values())
+        layer_w = sorted(set(xs.values()))[1] - min(xs.values())
+        assert all(xs[b] - xs[a] <= layer_w for a, b in edges)
+        cards = js("return [...document.querySelectorAll('.n')].map(g => [g.querySelector('rect').height.baseVal"
+                   ".value, g.querySelector('image').height.baseVal.value])")
+        assert all(img > 0 and rect - img < 40 for rect, img in cards)
 
         box = drv.find_element(By.CSS_SELECTOR, "#q")
         box.send_keys("/settings")
