@@ -20,7 +20,7 @@ from schemas.base import Record
 from schemas.errors import FieldError, RecordValidationError
 from schemas.fileio import atomic_open, atomic_path
 from schemas.jsontext import JsonTextError, iter_array, loads, printable_json
-from schemas.records import KINDS, parse_record
+from schemas.records import KINDS, parse_json_record, parse_record
 
 
 @dataclass
@@ -95,6 +95,10 @@ def parse_jsonl_line(raw: bytes, n: int, kind: str | None = None) -> Parsed | No
     """One line of a JSON Lines file (line number ``n``) → ``Parsed``; None for a blank line."""
     if not raw.strip():
         return None
+    if kind is not None:
+        fast = parse_json_record(raw, kind)
+        if fast is not None:
+            return Parsed(n, record=fast)
     label = f"<line {n}>"
     try:
         data = loads(raw, check=False)  # parse_record checks nesting and Unicode, naming the field

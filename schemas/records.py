@@ -137,3 +137,23 @@ def payload_samples(payload: str) -> list[Sample]:
     except (ValueError, TypeError, RecordValidationError):
         pass
     return []
+
+
+def parse_json_record(text: bytes | str, kind: str) -> Record | None:
+    """Fast path for a record of a known kind given as JSON text: validated straight from the text, with no
+    intermediate Python dict, which halves the memory a large record needs while it is read (a 10,000-step
+    trajectory: ~35 MB of JSON). None when the text is not a valid record of a supported version — the caller
+    then takes the dict path (``parse_record``), which names every problem. A valid model has no room for
+    deep nesting or invalid strings, so the checks of that path hold here too.
+    """
+    k = KINDS.get(kind)
+    if k is None:
+        return None
+    try:
+        rec = k.model.model_validate_json(text)
+    except (ValidationError, ValueError, TypeError):
+        return None
+    version = getattr(rec, "schema_version", SCHEMA_VERSION)
+    if not VERSION_RE.match(version) or major(version) != major(SCHEMA_VERSION):
+        return None
+    return rec
