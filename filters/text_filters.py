@@ -14,6 +14,7 @@ import re
 
 from filters.base import Drop, RecordFilter, Verdict
 from filters.item import Item
+from schemas.base import is_blank
 
 CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 LATIN = re.compile(r"[A-Za-z]")
@@ -39,12 +40,13 @@ def token_count(text: str) -> int:
 
 
 class InstructionPresent(RecordFilter[Item]):
-    """A step needs a non-empty low-level instruction: it is the supervision for grounding."""
+    """A step needs a visible low-level instruction: it is the supervision for grounding (zero-width or other
+    invisible characters alone count as empty, ``schemas.base.is_blank``)."""
 
     name = "empty_instruction"
 
     def decide(self, item: Item) -> Verdict:
-        return bool(item.sample.instruction.strip())
+        return not is_blank(item.sample.instruction)
 
 
 class LanguageMatches(RecordFilter[Item]):
