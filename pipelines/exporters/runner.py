@@ -31,6 +31,7 @@ from pipelines.exporters.registry import FORMATS
 from pipelines.exporters.writers import open_writer
 from schemas import BlobStore, Reject
 from schemas.blobstore import BlobCorrupt, BlobNotFound
+from schemas.fileio import ensure_writable_dir
 from schemas.recordio import write_parquet
 
 BATCH = 64
@@ -74,7 +75,7 @@ def run_export(
     opts = options if isinstance(options, ExportOptions) else ExportOptions.resolve(**(options or {}))
     files = input_files(src)
     store_root = blobs or default_blobs(src)
-    out.mkdir(parents=True, exist_ok=True)
+    ensure_writable_dir(out)  # an unwritable output fails here, in one line (OutputError), before any work
     shots = Screenshots(out, BlobStore(store_root) if store_root else None)
     ctx = ExportContext(shots, opts, spec.embed)
     make_rows = spec.make()
