@@ -139,6 +139,23 @@ def iter_parquet(path: str | os.PathLike[str], kind: str | None = None, batch_si
         yield file_error(path, exc if n == 0 else f"rows from {n + 1} on: {exc}", n + 1)
 
 
+def has_records(path: str | os.PathLike[str]) -> bool:
+    """Whether a record file holds anything to read (cheap: no record is parsed). An unreadable file counts as
+    holding one record, because reading it yields one error that names it."""
+    p = Path(path)
+    try:
+        if p.suffix.lower() in (".parquet", ".parq"):
+            return pq.ParquetFile(p).metadata.num_rows > 0
+        with p.open("rb") as f:
+            for raw in f:
+                text = raw.strip().lstrip(b"\xef\xbb\xbf").strip()
+                if text and text not in (b"[", b"]", b"[]"):
+                    return True
+        return False
+    except (OSError, ValueError, pa.ArrowException):
+        return True
+
+
 def iter_records(path: str | os.PathLike[str], kind: str | None = None) -> Iterator[Parsed]:
     """Records from any supported file, by extension."""
     suffix = Path(path).suffix.lower()

@@ -91,10 +91,14 @@ def png_bomb(width: int = 100_000, height: int = 100_000) -> bytes:
 
 
 def png(width: int, height: int, color: tuple[int, int, int] = (30, 110, 200)) -> bytes:
-    buf = io.BytesIO()
+    """A screenshot-like PNG of any size: a bar of alternating text-like blocks on ``color`` (never blank)."""
+    from PIL import ImageDraw
+
     img = Image.new("RGB", (width, height), color)
-    for x in range(0, width, max(1, width // 40)):
-        img.putpixel((x, height // 2), (250, 250, 250))  # not blank
+    d = ImageDraw.Draw(img)
+    for i, x in enumerate(range(0, width, 48)):
+        d.rectangle((x + 4, height // 4, x + 40, height - height // 4), fill=(240, 240, 240) if i % 2 else (20, 20, 20))
+    buf = io.BytesIO()
     img.save(buf, format="PNG")
     return buf.getvalue()
 
