@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 
-from pipelines.processes import alive
-from schemas.fileio import OutputError, ensure_writable_dir
+from pipelines.staging import clean_stale_staging, new_staging
+from schemas.fileio import OutputError
+
+__all__ = ["clean_stale_staging", "new_staging", "publish", "versions"]  # staging re-exported for callers
 
 VERSION_RE = re.compile(r"^v(\d{4,})$")
 
@@ -33,35 +33,6 @@ def versions(out: Path) -> list[Path]:
         return []
     found = [(int(m.group(1)), p) for p in out.iterdir() if (m := VERSION_RE.match(p.name)) and p.is_dir()]
     return [p for _, p in sorted(found)]
-
-
-def clean_stale_staging(out: Path) -> list[Path]:
-    """Remove staging directories whose owning process is gone; returns what was removed."""
-    removed: list[Path] = []
-    if not out.is_dir():
-        return removed
-    for p in out.glob(".staging-*"):
-        pid_file = p / "_owner.pid"
-        try:
-            pid = int(pid_file.read_text().strip())
-        except (OSError, ValueError):
-            pid = -1
-        if pid <= 0 or not alive(pid, None):
-            shutil.rmtree(p, ignore_errors=True)
-            removed.append(p)
-    return removed
-
-
-def new_staging(out: Path) -> Path:
-    """A private staging folder under ``out``; ``OutputError`` (one clear line) when ``out`` cannot be written."""
-    ensure_writable_dir(out, "write the dataset folder")
-    staging = out / f".staging-{uuid.uuid4().hex[:12]}"
-    try:
-        staging.mkdir()
-        (staging / "_owner.pid").write_text(str(os.getpid()))
-    except OSError as exc:
-        raise OutputError("write the dataset folder", out, exc) from None
-    return staging
 
 
 def _taken(out: Path) -> int:

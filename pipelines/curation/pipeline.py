@@ -12,7 +12,7 @@ The pipeline reads like its diagram::
 per-record outcomes of rejected or re-weighted records, and the hashes of the *distinct* screenshots; records
 are held one at a time by the split readers and rows one row group at a time by the split writers. A
 100k-record run therefore needs little more memory than a 10k one on the in-process runner, and the same
-code spreads over workers on any Beam runner (see ``runners.py`` and docs/curation.md).
+code spreads over workers on any Beam runner (see ``pipelines/beam_runner.py`` and docs/curation.md).
 """
 
 from __future__ import annotations
@@ -32,17 +32,18 @@ from typing import Any
 
 import apache_beam as beam
 
+from pipelines.beam_runner import RunnerSpec, quiet_beam, runner_and_options
 from pipelines.curation import stages as st
 from pipelines.curation.card import write_card
 from pipelines.curation.config import CurateConfig
-from pipelines.curation.dataset import clean_stale_staging, new_staging, publish
+from pipelines.curation.dataset import publish
 from pipelines.curation.expectations import validate_shards
 from pipelines.curation.manifest import build_manifest, read_json
 from pipelines.curation.plan import Split, plan_splits
 from pipelines.curation.progress import PROGRESS_DIR, ProgressPoller
-from pipelines.curation.runners import quiet_beam, runner_and_options
 from pipelines.curation.spool import SPOOL_DIR
 from pipelines.curation.write import DATA_DIR, STATS_DIR, atomic_parquet, shard_name, write_json
+from pipelines.staging import clean_stale_staging, new_staging
 from schemas.arrow import SAMPLE_SCHEMA
 
 
@@ -143,7 +144,8 @@ def curate(cfg: CurateConfig, status: Callable[[str], None] = lambda _: None,
     try:
         splits = plan_splits(cfg.inputs, cfg.rows_per_shard)
         status(f"running the Beam pipeline ({cfg.runner}, {len(splits)} split(s))")
-        runner, options = runner_and_options(cfg)
+        runner, options = runner_and_options(RunnerSpec(cfg.runner, cfg.workers, cfg.job_endpoint, cfg.worker_pool,
+                                                        tuple(cfg.beam_args)))
         progress_dir = staging / PROGRESS_DIR
         watch = ProgressPoller(progress_dir, progress) if progress else contextlib.nullcontext()
         with quiet_beam(), watch, beam.Pipeline(runner=runner, options=options) as p:

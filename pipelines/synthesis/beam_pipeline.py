@@ -21,10 +21,7 @@ passed to Beam; there the graph directory, cache and output must be on storage t
 
 from __future__ import annotations
 
-import logging
-import os
 import shutil
-import tempfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,10 +29,10 @@ from typing import Any
 
 import apache_beam as beam
 from apache_beam.metrics.metric import MetricsFilter
-from apache_beam.options.pipeline_options import PipelineOptions
 
+from pipelines.beam_runner import RunnerSpec, quiet_beam, runner_and_options
 from pipelines.curation.progress import PROGRESS_DIR, ProgressPoller
-from pipelines.curation.quiet import lowered_levels
+from pipelines.staging import clean_stale_staging, new_staging
 from pipelines.synthesis.accounting import Usage
 from pipelines.synthesis.backends.base import Backend, Result
 from pipelines.synthesis.beam_inference import (
@@ -191,15 +188,6 @@ def build_pipeline(p: beam.Pipeline, graphs: dict[str, AppGraph], units: list[Un
          | "FinishUnit" >> beam.ParDo(_FinishUnit(identity, str(staging)), graph_side))
 
 
-def pipeline_options(beam_args: list[str]) -> tuple[Any, PipelineOptions]:
-    """The runner and options for ``beam_args``: Beam's in-process FnApiRunner unless a ``--runner`` is given."""
-    if any(a == "--runner" or a.startswith("--runner=") for a in beam_args):
-        return None, PipelineOptions(beam_args)
-    from apache_beam.runners.portability.fn_api_runner import FnApiRunner
-
-    return FnApiRunner(), PipelineOptions(beam_args)
-
-
 def usage_from_metrics(result: Any, usage: Usage) -> Usage:
     """Add the pipeline's ``trajforge.synth`` counters to ``usage`` (committed values where the runner has them)."""
     counters = result.metrics().query(MetricsFilter().with_namespace(METRICS_NAMESPACE))["counters"]
@@ -218,18 +206,6 @@ def _read_staged(path: Path, kind: str) -> list[Any]:
             raise RuntimeError(f"{path} line {parsed.line}: staged {kind} does not validate: {parsed.errors[0]}")
         records.append(parsed.record)
     return records
-
-
-def _remove_stale_staging(out: Path) -> None:
-    """Staging left by a killed run (its driver process is gone) is removed; a live run's is left alone."""
-    for d in out.glob(f"{STAGING_PREFIX}*"):
-        try:
-            pid = int(d.name[len(STAGING_PREFIX):].split("-", 1)[0])
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            shutil.rmtree(d, ignore_errors=True)
-        except (ValueError, PermissionError):
-            continue  # not ours to judge (unparseable name, or another user's live process)
 
 
 def run_synthesis_beam(graph_dir: str | Path, out_dir: str | Path, factory: Callable[[], Backend],
@@ -273,10 +249,10 @@ def run_synthesis_beam(graph_dir: str | Path, out_dir: str | Path, factory: Call
     roots = sorted({str(g.blob_root.resolve()) for g in loaded.graphs.values() if g.blob_root is not None})
     handler = BackendModelHandler(factory, blob_roots=roots, max_batch_size=config.batch_size,
                                   large_model=large_model)
-    _remove_stale_staging(out)
-    staging = Path(tempfile.mkdtemp(prefix=f"{STAGING_PREFIX}{os.getpid()}-", dir=out)).resolve()
+    clean_stale_staging(out, STAGING_PREFIX)
+    staging = new_staging(out, STAGING_PREFIX, "write the synthesis output folder")
     try:
-        runner, options = pipeline_options(list(beam_args or []))
+        runner, options = runner_and_options(RunnerSpec.from_beam_args(beam_args or []))
         say(f"Beam pipeline: {len(units)} units, {n_plans} goal plans, up to {planned} call lookups")
         tick = progress("calls", planned) if progress else (lambda _n: None)
         done = [0]
@@ -287,7 +263,7 @@ def run_synthesis_beam(graph_dir: str | Path, out_dir: str | Path, factory: Call
                 tick(n - done[0])
                 done[0] = n
 
-        with lowered_levels({"apache_beam": logging.ERROR}), ProgressPoller(staging / PROGRESS_DIR, advance):
+        with quiet_beam(), ProgressPoller(staging / PROGRESS_DIR, advance):
             p = beam.Pipeline(runner=runner, options=options)
             build_pipeline(p, loaded.graphs, units, handler, identity, cache, staging, staging / PROGRESS_DIR,
                            config.max_attempts)

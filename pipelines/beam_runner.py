@@ -1,0 +1,81 @@
+"""Choosing a Beam runner explicitly — the one runner builder of curation and Beam synthesis.
+
+Beam 2.77's ``DirectRunner`` first tries to download and start a Prism binary and, offline, falls back after
+a logged failure. trajforge never goes through that guess: ``direct`` is Beam's in-process FnApiRunner,
+``multiprocess`` the same runner with N SDK worker processes, ``portable`` submits to a Job API endpoint
+(``local_job_service_main``, Flink/Spark job servers) with an external SDK worker pool, and any other name
+(``DataflowRunner``, ``FlinkRunner``, ``SparkRunner``, ``PrismRunner``) is passed to Beam with the extra
+``--beam-arg`` flags, e.g. ``--beam-arg=--project=P --beam-arg=--region=R --beam-arg=--temp_location=gs://…``
+for Dataflow or ``--beam-arg=--flink_master=host:8081`` for Flink.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+
+from apache_beam.options.pipeline_options import PipelineOptions
+from apache_beam.runners.runner import PipelineRunner
+
+from pipelines.curation.quiet import lowered_levels
+
+BUILTIN = ("direct", "multiprocess", "portable")
+
+
+@dataclass(frozen=True)
+class RunnerSpec:
+    """Which runner, and what it needs: ``workers`` for multiprocess, ``job_endpoint`` / ``worker_pool`` for
+    portable; ``beam_args`` go to Beam as they are."""
+
+    runner: str = "direct"
+    workers: int = 2
+    job_endpoint: str | None = None
+    worker_pool: str | None = None
+    beam_args: tuple[str, ...] = field(default_factory=tuple)
+
+    @classmethod
+    def from_beam_args(cls, beam_args: Sequence[str]) -> RunnerSpec:
+        """A spec from raw Beam flags (``--runner=X`` or ``--runner X`` among them picks the runner)."""
+        args, runner = list(beam_args), "direct"
+        for i, a in enumerate(args):
+            if a.startswith("--runner="):
+                runner = a.split("=", 1)[1]
+                del args[i]
+                break
+            if a == "--runner" and i + 1 < len(args):
+                runner = args[i + 1]
+                del args[i:i + 2]
+                break
+        if runner.lower() in ("directrunner", "direct"):
+            runner = "direct"
+        return cls(runner=runner, beam_args=tuple(args))
+
+
+def quiet_beam() -> AbstractContextManager[None]:
+    """Beam logs every bundle and the Prism probe at INFO/WARNING; a run wants only real problems. Scoped to the
+    run: the levels are restored afterwards."""
+    return lowered_levels({name: logging.ERROR for name in
+                           ("apache_beam", "apache_beam.runners", "apache_beam.runners.portability")})
+
+
+def runner_and_options(spec: RunnerSpec) -> tuple[PipelineRunner | str, PipelineOptions]:
+    """The runner object (or name) and options to build ``beam.Pipeline(runner=…, options=…)`` with."""
+    args = list(spec.beam_args)
+    if spec.runner == "direct":
+        from apache_beam.runners.portability.fn_api_runner import FnApiRunner
+
+        return FnApiRunner(), PipelineOptions(["--direct_num_workers=1", *args])  # explicit flags win
+    if spec.runner == "multiprocess":
+        from apache_beam.runners.portability.fn_api_runner import FnApiRunner
+
+        return FnApiRunner(), PipelineOptions(
+            ["--direct_running_mode=multi_processing", f"--direct_num_workers={spec.workers}", *args])
+    if spec.runner == "portable":
+        if not spec.job_endpoint:
+            raise ValueError("--runner portable needs --job-endpoint host:port")
+        env = (["--environment_type=EXTERNAL", f"--environment_config={spec.worker_pool}"] if spec.worker_pool
+               else ["--environment_type=LOOPBACK"])
+        return "PortableRunner", PipelineOptions([*args, f"--job_endpoint={spec.job_endpoint}", *env])
+    return spec.runner, PipelineOptions(args)
