@@ -71,11 +71,6 @@ class Ledger:
         s.update(status="failed", error=error[:4000], seconds=round(s["seconds"] + seconds, 2))
         self.save()
 
-    def add_seconds(self, name: str, seconds: float) -> None:
-        """Time spent in an attempt that was killed is unknown; time of a failed attempt is kept."""
-        s = self.stage(name)
-        s["seconds"] = round(s["seconds"] + seconds, 2)
-
     def save(self) -> None:
         write_json(self.path, self.data)
 
