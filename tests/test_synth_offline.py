@@ -197,3 +197,28 @@ def test_cli_reports_missing_graph_unknown_backend_and_unknown_kind(tmp_path: Pa
     r = CliRunner().invoke(app, ["synth", "--graph", str(tmp_path / "empty"), "--out", str(tmp_path / "o"),
                                  "--kinds", "screen,teleport"])
     assert r.exit_code != 0 and "teleport" in " ".join(r.output.split())
+
+
+def test_a_page_scrolled_past_its_heading_keeps_the_name_earlier_steps_gave_it():
+    import dataclasses
+
+    from test_synth_toygraph import make_observation, notes_records
+
+    from pipelines.synthesis.calls import step_call
+    from pipelines.synthesis.graph_input import build_graph
+
+    obs, transitions = notes_records()
+    top = next(o for o in obs if o.location.endswith("/notes"))
+    scrolled = make_observation("notes", None, variant="-scrolled")
+    scrolled = scrolled.model_copy(update={"elements": [e.model_copy(update={"visible": e.role != "heading"})
+                                                         for e in scrolled.elements]})
+    graph = build_graph("notes", [*obs, scrolled], transitions)
+    plan = next(p for p in plan_goals(graph) if p.kind == "item")
+    first = plan.steps[0]
+    moved = [dataclasses.replace(first, observation_id=top.id), dataclasses.replace(first, observation_id=scrolled.id),
+             *plan.steps[1:]]
+    plan = dataclasses.replace(plan, steps=moved)
+    assert step_call(graph, plan, 1, "Open Groceries.", "en", "v").payload["screen"]["screen"] == "Your notes"
+    # Alone (nothing earlier at that place), an unnamed screen stays unnamed rather than borrowing a name.
+    alone = dataclasses.replace(plan, steps=moved[1:])
+    assert step_call(graph, alone, 0, "Open Groceries.", "en", "v").payload["screen"]["screen"] == ""

@@ -69,6 +69,22 @@ def screen_summary(obs: Observation) -> dict[str, Any]:
     return {"screen": screen_name(obs), "location": location_path(obs), "texts": visible_texts(obs, MAX_TEXTS)}
 
 
+def _screen_in_context(graph: AppGraph, plan: GoalPlan, index: int, obs: Observation) -> dict[str, Any]:
+    """The screen as the agent knows it at this step: a page scrolled past its heading is still the page the
+    earlier steps named (same location), not an unnamed screen."""
+    summary = screen_summary(obs)
+    if summary["screen"]:
+        return summary
+    here = location_path(obs)
+    for earlier in reversed(plan.steps[:index]):
+        before = graph.observation(earlier.observation_id)
+        if location_path(before) != here:
+            break
+        if screen_name(before):
+            return {**summary, "screen": screen_name(before)}
+    return summary
+
+
 def action_payload(action: Action) -> dict[str, Any]:
     return {
         "action_type": guilibra_type(action),
@@ -156,7 +172,7 @@ def step_call(graph: AppGraph, plan: GoalPlan, index: int, task: str, language: 
         "steps_total": len(plan.steps),
         "role": step.role,
         "history": history,
-        "screen": screen_summary(obs),
+        "screen": _screen_in_context(graph, plan, index, obs),
         "action": action_payload(step.action),
         "target": target_payload(obs, step.action),
         "field": step.field_label,
