@@ -117,6 +117,11 @@ class AppConfig(_Strict):
     # Restore the app's server-side seed data before every crawl episode and every replayed task
     # (``explorers.reset``): an HTTP request to the app or a command on the crawl host.
     reset: ResetConfig | None = None
+    # End the episode right after a form carrying typed text was posted (the app's data changed): the restart runs
+    # ``reset``, so every later screen shows the seed data instead of the crawler's own bill or page, which
+    # synthesis cannot use (a task whose screens show what an earlier episode typed does not replay from a
+    # fresh app). Default: on when ``reset`` is set.
+    reset_after_write: bool | None = None
 
 
 class DeviceConfig(_Strict):

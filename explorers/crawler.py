@@ -115,6 +115,10 @@ class Crawler:
         self._acting: Candidate | None = None  # the action being performed (blamed if its screen cannot be read)
         self._where: tuple[str, str] = ("", "")  # (URL, state) of the screen the crawl is on, for error reports
         self._failed_at = ""  # where() as it was when an exception ended the run (the browser is gone after)
+        self._typed = False  # text was typed into the app since the last restart
+        self._wrote = ""  # the submit that posted typed text (the app's data changed), until the next restart
+        self._reset_after_write = app.reset_after_write if app.reset_after_write is not None \
+            else app.reset is not None
         self._replay()
 
     def _device_factory(self) -> Device:
@@ -248,6 +252,7 @@ class Crawler:
         """Open the entry, log in if the login marker shows, run setup; returns the observed landing screen."""
         self.audit.write(worker=self.worker, step=self.stats.steps, decision="restart", reason=reason,
                          **({"state": state} if state else {}))
+        self._typed, self._wrote = False, ""
         if self.app.reset is not None:
             run_reset(self.app.reset)  # server-side seed data back, so this episode starts like a replay
         if self.app.fresh_start or self.app.reset is not None:
@@ -402,6 +407,11 @@ class Crawler:
         screen_obs: Observation = cur["obs"]
         if not self._in_app_obs(screen_obs):
             return self._recover(device, cur)
+        if self._wrote and self._reset_after_write and self.stats.restarts < budget.max_restarts:
+            self.stats.restarts += 1
+            self._policy_restarted()
+            return self._restart(device, f"the app's data changed ({self._wrote} posted typed text): reset to the "
+                                 "seed before exploring on", cur["sid"])
         decision = self.policy.choose(self.graph, cur["sid"], cur["allowed"])
         if decision.kind == "stop":
             raise _Stop(f"done: {decision.reason}")
@@ -448,6 +458,10 @@ class Crawler:
             from_observation_id=cur["obs"].id, to_observation_id=nxt["obs"].id, action=c.action,
             effective=effective, error=error, duration_ms=round(duration, 1),
         )
+        if c.type is ActionType.TYPE and error is None:
+            self._typed = True
+        elif self._typed and effective and error is None and _posts_form(c):
+            self._wrote = c.describe()
         memory_effective = effective or c.type in INPUT_TYPES or error is not None
         self.graph.record(src, c.key, dst, memory_effective)
         self._commit([nxt], transition=t.model_dump(mode="json"), action_key=c.key,
@@ -467,6 +481,14 @@ class Crawler:
         self.stats.restarts += 1
         self._policy_restarted()
         return self._restart(device, "still outside the app after going back", nxt["sid"])
+
+
+def _posts_form(c: Candidate) -> bool:
+    """Whether pressing ``c`` submits a form that may write (a submit button of a form not sent with GET)."""
+    w = c.widget
+    return c.type is ActionType.CLICK and w is not None and bool(w.form_action) \
+        and w.tag in ("button", "input") and w.input_type in ("submit", "image", "") \
+        and (w.form_method or "post").lower() != "get"
 
 
 class _Stop(Exception):

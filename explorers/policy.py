@@ -8,14 +8,16 @@ state starts at a prior and is learned from what this crawl's actions of that cl
 rarely makes a new screen; in an app whose search box opens a popup it does). The policy takes the action with
 the best chance per step spent: an action here, or one in another known state reached by walking the shortest
 known path, or by restarting from the entry (one step, like any action) and walking from there. Rows of a list
-count as one choice (two rows tried), elements that did nothing elsewhere are skipped, and it stops when
-nothing anywhere is left to try.
+count as one choice (two rows tried per screen, and a family of rows, pages or menu entries tried a few times
+anywhere is explored enough), elements that did nothing elsewhere are skipped, and it stops when nothing
+anywhere is left to try.
 
 What an element did is remembered per (identity, label): when the app switches language or account, the same
 navigation link says something else and is "relabelled" — a new context worth exploring, not a link already
-followed. Filling a required field is worth the submit it unblocks (only when the safety guard lets that submit
-be pressed); a submit pressed before is worth pressing again when its form holds something else (where it leads
-depends on the form, not the button); re-choosing the radio option a form came with undoes the choice just
+followed (for two contexts: the thirtieth language of a language menu is not a new context). Filling a
+required field is worth the submit it unblocks (only when the safety guard lets that submit be pressed); a
+submit pressed before is worth pressing again when its form holds something else (where it leads depends on the
+form, not the button); re-choosing the radio option a form came with undoes the choice just
 made. Walks follow where an action led the last time (apps change their own data: a settle page after a
 settlement), a hop that missed twice in a row is no longer walked, and an action a state stopped offering is
 given up after two visits. A label whose elements changed nothing three times (settings toggles that re-render
@@ -47,6 +49,7 @@ NOVELTY_PRIORS = {
     "link-new-url": 0.9, "relabelled": 0.8, "element-new": 0.6, "scroll": 0.4, "submit-again": 0.4, "other": 0.3,
     "type": 0.25, "link-known-url": 0.25, "element-seen": 0.2, "back": 0.1, "repeat-known": 0.1,
     "radio-revert": 0.1, "link-self": 0.05, "dead-label": 0.03, "submit-blocked": 0.05, "link-external": 0.02,
+    "family-seen": 0.1,
 }
 PRIOR_WEIGHT = 3.0
 # Below this chance an untried action is only taken when no state within reach offers a better one: the
@@ -57,6 +60,13 @@ HOP_MISS_LIMIT = 2  # consecutive times a known hop led elsewhere before walks s
 DEAD_LABEL_TRIES = 3  # elements with one label that changed nothing this often are not worth another try
 ABSENT_LIMIT = 2  # visits to a state without an action it once offered before that action is given up
 SUBMIT_TYPES = ("submit", "image", "")
+# A family of look-alike actions (rows of a list, pages of a pager, the entries of a language menu) tried this often
+# across all screens is explored enough: each screen's group limit alone lets a 40-language menu, where every
+# entry makes a new screen with a fresh menu, take the whole budget.
+FAMILY_LIMIT = 4
+# Labels an element may be tried with before a further relabelling (another language, another account) is no longer
+# a new context worth exploring: the first switch shows the app in another context, the thirtieth shows it again.
+RELABEL_LIMIT = 2
 
 
 @dataclass
@@ -89,6 +99,7 @@ class _Seen:
     href: str = ""
     target: str = ""
     label: str = ""  # normalized visible label: the same element saying something else is another context
+    group: str = ""  # the family of look-alike actions it belongs to ("" when it stands alone)
 
     @property
     def identity(self) -> tuple[str, str]:
@@ -123,6 +134,8 @@ class GreedyPolicy:
     _radio_chosen: bool = False  # the last action chose a radio option
     _target_dests: dict[tuple[str, str], set[str]] = field(default_factory=dict)  # (identity, label) -> states
     _label_effect: dict[str, tuple[int, int]] = field(default_factory=dict)  # label -> (actions, screen changed)
+    _family_tries: Counter[str] = field(default_factory=Counter)  # action family -> actions taken, in any state
+    _last_group: str = ""
 
     # --- learning ----------------------------------------------------------------------------------
     def restarted(self) -> None:
@@ -134,6 +147,7 @@ class GreedyPolicy:
         self._expected = None
         self._last_hop = None
         self._last_class = self._last_target = None
+        self._last_group = ""
         self._radio_chosen = False
 
     def _observe(self, graph: Graph, state: str) -> None:
@@ -150,7 +164,10 @@ class GreedyPolicy:
             self._label_tries[self._last_target] += 1
             self._labels_tried.setdefault(self._last_target[0], set()).add(self._last_target[1])
             self._target_dests.setdefault(self._last_target, set()).add(state)
+        if self._last_group:
+            self._family_tries[self._last_group] += 1
         self._last_class = self._last_target = None
+        self._last_group = ""
         if self._restarting:
             self._entry = state
             self._restarting = False
@@ -195,7 +212,7 @@ class GreedyPolicy:
             else:
                 hint = "element"
             label = normalize_text(w.label) if w else ""
-            seen = _Seen(hint, w.href if w else "", c.target_key or c.key, label)
+            seen = _Seen(hint, w.href if w else "", c.target_key or c.key, label, c.group if c.group != c.key else "")
             if w is not None and w.element.role == "radio" and seen.identity not in self._radios:
                 # A checked radio offers no action; one that first shows up right after choosing another option
                 # of its group is the option the form came with, and choosing it again undoes that choice.
@@ -217,6 +234,8 @@ class GreedyPolicy:
             return "type"  # this field was filled (and its form submitted) elsewhere already
         if seen.identity in self._radio_defaults:
             return "radio-revert"  # re-choosing the option the form came with undoes the choice just made
+        if seen.group and not tried and self._family_tries[seen.group] >= FAMILY_LIMIT:
+            return "family-seen"  # a few rows of this list (entries of this menu) were tried already, elsewhere
         if seen.label and seen.cls_hint in ("link", "element", "submit"):
             tries, changed = self._label_effect.get(seen.label, (0, 0))
             if tries >= DEAD_LABEL_TRIES and not changed:
@@ -225,8 +244,9 @@ class GreedyPolicy:
             # Where a submit leads depends on what the form holds, and this state's form holds something else
             # than where it was pressed before (another option chosen, another field filled).
             return "submit-again" if tried else "element-new"
-        if not tried and seen.label and seen.cls_hint in ("link", "element") \
-                and any(label != seen.label for label in self._labels_tried.get(seen.target, ())):
+        others = self._labels_tried.get(seen.target, set())
+        if not tried and seen.label and seen.cls_hint in ("link", "element") and len(others) < RELABEL_LIMIT \
+                and any(label != seen.label for label in others):
             return "relabelled"  # an element already used now says something else: the app's context changed
         if seen.cls_hint in ("link", "element", "submit-blocked"):
             dests = self._target_dests.get(seen.identity)
@@ -329,6 +349,7 @@ class GreedyPolicy:
             if c is not None:
                 self._walking += 1
                 self._last_target = self._identity(state, c)
+                self._last_group = self._group_of(state, c)
                 self._radio_chosen = _is_radio(c)
                 self._last_hop = (state, key)
                 self._expected = (src, key, self._destination(src, key, graph.edges[(src, key)]))
@@ -380,6 +401,7 @@ class GreedyPolicy:
         best = min(tied, key=rank) if tied else next(c for c in cands if c.key == key)
         self._last_class = self._class(graph, state, best.key)
         self._last_target = self._identity(state, best)
+        self._last_group = self._group_of(state, best)
         self._radio_chosen = _is_radio(best)
         self._last_hop = (state, best.key)
         return best
@@ -387,6 +409,10 @@ class GreedyPolicy:
     def _destination(self, src: str, key: str, tos: Counter[str]) -> str:
         """Where taking ``key`` in ``src`` is expected to lead: where it led last time, else most often."""
         return self._latest.get((src, key)) or tos.most_common(1)[0][0]
+
+    def _group_of(self, state: str, c: Candidate) -> str:
+        seen = self._seen.get((state, c.key))
+        return seen.group if seen is not None else ""
 
     def _identity(self, state: str, c: Candidate) -> tuple[str, str]:
         seen = self._seen.get((state, c.key))

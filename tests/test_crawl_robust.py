@@ -52,12 +52,15 @@ PAGES = {
     # An add-bill form like I Hate Money's: the payer select's values are member ids, its options their names;
     # the text field has focus, as it does when the page loads.
     "/bill": """<h1>Add a bill</h1><form method="post" action="/bill"><label for="what">What?</label>
-        <input id="what" name="what" autofocus><label for="payer">Who paid?</label><select id="payer" name="payer">
+        <input id="what" name="what" autofocus required><label for="payer">Who paid?</label><select id="payer" name="payer">
         <option value="6">Alice</option><option value="7">Bob</option></select><button>Add</button></form>""",
     # The login field exists but is hidden (as on a page that keeps a collapsed login box in its header).
     "/login-hidden": """<h1>Welcome</h1><form action="/login"><input name="pass" type="password"
         style="display:none"></form><a href="/plain">Plain page</a>""",
 }
+
+
+POSTED = {"/bill": 0, "/reset": 0}  # bills the crawl added; resets its hook asked for
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -71,6 +74,17 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def do_POST(self) -> None:
+        path = self.path.split("?", 1)[0]
+        if path in POSTED:
+            POSTED[path] += 1
+            body = {"/bill": b'<!doctype html><h1>Bill added</h1><a href="/bill">Add another</a>',
+                    "/reset": b"ok"}[path]
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return
         self.do_GET()
 
     def log_message(self, *_args: object) -> None:
@@ -280,3 +294,26 @@ def test_a_select_action_names_the_option_and_sets_the_select_under_its_point(
         assert device.driver.execute_script("return document.getElementById('payer').value") == "6"
     finally:
         device.quit()
+
+
+@pytest.mark.parametrize("after_write", [True, False])
+def test_an_episode_ends_with_a_reset_right_after_typed_text_was_posted(
+        tmp_path: Path, chromedriver_url: str, pages_url: str, after_write: bool) -> None:
+    """With a reset hook the crawl restarts (and so resets) right after a form carrying typed text was posted,
+    so no later screen shows what it typed; ``reset_after_write: false`` keeps exploring the changed app."""
+    cfg = parse_config(_config(tmp_path, chromedriver_url, [
+        {"id": "bills", "entry": pages_url + "/bill", "reset": {"url": pages_url + "/reset"},
+         **({} if after_write else {"reset_after_write": False})}], 8))
+    before = dict(POSTED)
+    Crawler(cfg, cfg.apps[0], Profile(VIEWPORTS["desktop"]), EndpointSpec("d0", chromedriver_url)).run()
+    recs = list(read_log(tmp_path / "bills" / "log" / "desktop-en-light-fs1.jsonl"))
+    added = [i for i, r in enumerate(recs) if "transition" in r
+             and any(o["observation"]["location"].endswith("/bill") and "Bill added" in json.dumps(o)
+                     for o in r["observations"])]
+    assert POSTED["/bill"] > before["/bill"] and added  # the crawl filled the form and posted it
+    assert any(r["transition"]["action"]["type"] == "type" for r in recs[:added[0]] if "transition" in r)
+    follow = recs[added[0] + 1]
+    wrote = follow.get("restart") and "posted typed text" in follow.get("reason", "")
+    assert bool(wrote) is after_write
+    if after_write:
+        assert POSTED["/reset"] >= before["/reset"] + 2  # the start, and the reset after the write
