@@ -37,8 +37,8 @@ AUDIT_KINDS = ("blocked", "error", "skipped-elements", "dialog", "open")  # per-
 def _thumb(blobs: BlobStore, sha: str) -> tuple[str, int]:
     """(JPEG data URL, thumbnail height) — the card is as tall as its screenshot, so the picture fills it."""
     try:
-        with Image.open(io.BytesIO(blobs.get(sha, verify=False))) as img:
-            img = img.convert("RGB")
+        with Image.open(io.BytesIO(blobs.get(sha, verify=False))) as shot:
+            img = shot.convert("RGB")
             img.thumbnail((THUMB_W, MAX_THUMB_H))
             buf = io.BytesIO()
             img.save(buf, "JPEG", quality=70)
