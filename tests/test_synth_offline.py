@@ -222,3 +222,24 @@ def test_a_page_scrolled_past_its_heading_keeps_the_name_earlier_steps_gave_it()
     # Alone (nothing earlier at that place), an unnamed screen stays unnamed rather than borrowing a name.
     alone = dataclasses.replace(plan, steps=moved[1:])
     assert step_call(graph, alone, 0, "Open Groceries.", "en", "v").payload["screen"]["screen"] == ""
+
+
+def test_a_control_without_text_is_never_quoted_by_its_role():
+    import copy
+
+    import pytest
+
+    from pipelines.synthesis.parse import SynthParseError
+
+    g = notes_graph()
+    plans = [p for p in plan_goals(g) if p.kind == "screen"]
+    tasks = {p.plan_id: f"Open {p.facts.target}." for p in plans}
+    backend = OfflineBackend(load_prompts())
+    call = next(c for c in plan_step_calls(g, plans, tasks, "en").values() if c.payload.get("target"))
+    icon = copy.deepcopy(call.payload)
+    icon["target"].update(text="", description="", resource_id="", label="")  # an icon link: no text of its own
+    text = backend.step_text(icon)
+    with pytest.raises(SynthParseError) as err:
+        step_answer(icon, text)
+    assert err.value.reason == "unnamed_target"
+    assert step_answer(call.payload, backend.step_text(call.payload)).instruction  # with its label it passes

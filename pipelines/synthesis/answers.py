@@ -8,6 +8,7 @@ answers this module accepts are ever cached.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from pipelines.synthesis.parse import StepText, SynthParseError, parse_step, parse_task
@@ -15,6 +16,9 @@ from pipelines.synthesis.verify.consistency import check_reasoning
 from pipelines.synthesis.verify.hindsight import leaks
 from schemas import Action, Element
 from schemas.bbox import BBox
+
+EMPTY_QUOTE = re.compile(r'“\s*”|"\s*"|「\s*」')
+QUOTED_POINT = re.compile(r'[“"「]\s*\[\s*\d+\s*,\s*\d+\s*\]\s*[”"」]')  # a point is not a name
 
 
 def _target(payload: dict[str, Any]) -> Element | None:
@@ -31,6 +35,11 @@ def step_answer(payload: dict[str, Any], text: str) -> StepText:
     expect = payload["expect"]
     action = Action.model_validate(expect["action"])
     parsed = parse_step(text, action, int(expect["width"]), int(expect["height"]))
+    target = payload.get("target") or {}
+    if target and not target.get("label") and (EMPTY_QUOTE.search(parsed.instruction + parsed.reasoning)
+                                               or QUOTED_POINT.search(parsed.instruction)):
+        raise SynthParseError("unnamed_target", "the target has no text of its own and the instruction quotes "
+                                                f"none: {parsed.instruction!r} (describe what it shows)")
     problem = check_reasoning(parsed.reasoning, action, _target(payload))
     if problem:
         raise SynthParseError(problem, f"reasoning: {parsed.reasoning!r}")

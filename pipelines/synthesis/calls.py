@@ -102,7 +102,8 @@ def target_payload(obs: Observation, action: Action) -> dict[str, Any] | None:
         "text": clip(el.text),
         "description": clip(el.content_desc),
         "resource_id": el.resource_id,
-        "label": clip(el.label, MAX_TEXT_CHARS),
+        # An element with no text of its own (an icon link) has no label a person could quote: its role is not one.
+        "label": clip(el.label, MAX_TEXT_CHARS) if el.label not in (el.role, el.class_name) else "",
         "bbox_2d": list(bbox_to_norm(el.bbox.as_tuple(), obs.width, obs.height)),
     }
 
