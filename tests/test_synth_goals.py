@@ -186,3 +186,25 @@ def test_a_route_through_screens_a_later_control_was_already_on_is_refused_as_a_
     hidden = same.model_copy(update={"visible": False})
     assert ("screen", "About this app") in {(p.kind, p.facts.target) for p in plan_goals(
         notes_graph(extra={"notes": [hidden]}))}
+
+
+def test_a_goal_is_the_capture_its_own_tap_reached_when_a_state_merges_different_items():
+    from test_synth_toygraph import GROCERIES_TEXT
+
+    # The app's item pages share one structure, so the crawl's state for "a note page" holds two captures: the
+    # Groceries note (seen first) and, reached later by tapping "Trip to Kyoto", that note.
+    obs, transitions = notes_records()
+    kyoto = make_observation("groceries", None, variant="-kyoto")
+    kyoto = kyoto.model_copy(update={"elements": [
+        e.model_copy(update={"text": "Trip to Kyoto"}) if e.role == "heading" else
+        e.model_copy(update={"text": "Book the ryokan and visit Fushimi Inari early"}) if e.id == "g-body" else e
+        for e in kyoto.elements]})
+    notes = next(o for o in obs if o.location.endswith("/notes"))
+    tap = Transition(id="e30", run_id="run-1", app_id="notes", from_state="notes", to_state="groceries",
+                     from_observation_id=notes.id, to_observation_id=kyoto.id, action=click("notes", "note-2"),
+                     effective=True, timestamp=T0 + timedelta(hours=1))
+    plans = _plans(build_graph("notes", [*obs, kyoto], [*transitions, tap]))
+    answer = plans[("answer", "Trip to Kyoto")]
+    assert answer.edge_ids == ("e30",) and answer.goal.observation_id == kyoto.id
+    assert answer.goal.answer == "Book the ryokan and visit Fushimi Inari early" != GROCERIES_TEXT
+    assert plans[("item", "Trip to Kyoto")].goal.observation_id == kyoto.id

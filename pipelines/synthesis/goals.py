@@ -323,7 +323,10 @@ class Planner:
             last, a = nav.pred[state]
             if ActionType(last.action.type) in UNNAVIGABLE:
                 continue
-            goal_obs = nav.clean_capture(state)
+            # The capture this very tap reached, when clean: a state can merge screens that differ in content
+            # (a wiki's tiddler views share one structure), and the goal must be the one the route shows.
+            reached = g.observations.get(last.to_observation_id or "")
+            goal_obs = reached if reached is not None and nav.pollution.clean(reached) else nav.clean_capture(state)
             if goal_obs is None:
                 continue
             hops = nav.path_to(state) or []
