@@ -200,11 +200,11 @@ def test_a_goal_is_the_capture_its_own_tap_reached_when_a_state_merges_different
         e.model_copy(update={"text": "Book the ryokan and visit Fushimi Inari early"}) if e.id == "g-body" else e
         for e in kyoto.elements]})
     notes = next(o for o in obs if o.location.endswith("/notes"))
-    tap = Transition(id="e30", run_id="run-1", app_id="notes", from_state="notes", to_state="groceries",
+    tap = Transition(id="e00", run_id="run-1", app_id="notes", from_state="notes", to_state="groceries",
                      from_observation_id=notes.id, to_observation_id=kyoto.id, action=click("notes", "note-2"),
                      effective=True, timestamp=T0 + timedelta(hours=1))
     plans = _plans(build_graph("notes", [*obs, kyoto], [*transitions, tap]))
     answer = plans[("answer", "Trip to Kyoto")]
-    assert answer.edge_ids == ("e30",) and answer.goal.observation_id == kyoto.id
+    assert answer.edge_ids == ("e00",) and answer.goal.observation_id == kyoto.id
     assert answer.goal.answer == "Book the ryokan and visit Fushimi Inari early" != GROCERIES_TEXT
     assert plans[("item", "Trip to Kyoto")].goal.observation_id == kyoto.id
