@@ -114,3 +114,24 @@ def test_generation_never_emits_vision_tokens(tiny):
     finally:
         with torch.no_grad():
             model.lm_head.weight[image_id] -= 50 * model.lm_head.weight.abs().max()
+
+
+@pytest.mark.parametrize("text,message", [
+    ("grpo: {clip_low: '0.2'}", "grpo.clip_low: input should be a valid number"),  # a string is never a number
+    ("optim: {lr: true}", "optim.lr: input should be a valid number"),
+    ("run: {max_steps: 1.5}", "run.max_steps: input should be a valid integer"),
+    ("grpo: {num_generations: '4'}", "grpo.num_generations: input should be a valid integer"),
+    ("grpo: {clip_lo: 0.1}", "grpo.clip_lo: unknown key (known: "),
+    ("colour: red", "colour: unknown key (known: data, grpo, optim, run)"),
+    ("run: [1, 2]", "run: input should be an object"),
+])
+def test_type_errors_name_the_key_that_is_wrong(tmp_path, text, message):
+    with pytest.raises(ConfigError) as err:
+        _cfg(tmp_path, text)
+    assert str(err.value).startswith(message)
+
+
+def test_yaml_values_keep_their_types(tmp_path):
+    cfg = _cfg(tmp_path, "optim: {lr: 1}\ngrpo: {band: [0.2, 0.8], clip_ratio_c: null}\ndata: {mix: 0.25}")
+    assert isinstance(cfg.optim.lr, float) and cfg.optim.lr == 1.0
+    assert cfg.grpo.band == (0.2, 0.8) and cfg.grpo.clip_ratio_c is None and cfg.data.mix == 0.25

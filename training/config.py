@@ -7,11 +7,13 @@ Sections mirror the modules: ``data`` (``training.data.DataConfig``), ``optim`` 
 from __future__ import annotations
 
 import dataclasses
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, get_type_hints
+from typing import Any
 
 import yaml
+from pydantic import ConfigDict, TypeAdapter, ValidationError
 
 from training.data import DataConfig
 
@@ -117,47 +119,33 @@ class ConfigError(ValueError):
     """A config problem, naming the offending key (``optim.lr``) and what was wrong."""
 
 
-def _coerce(key: str, value: Any, hint: Any) -> Any:
-    text = str(hint)
-    if value is None:
-        if "None" in text:
-            return None
-        raise ConfigError(f"{key}: must not be null")
-    if dataclasses.is_dataclass(hint):
-        return _build(hint, value, key)
-    if hint is bool or text == "bool | None":
-        if not isinstance(value, bool):
-            raise ConfigError(f"{key}: expected true/false, got {value!r}")
-        return value
-    if "tuple" in text:
-        if not isinstance(value, list | tuple) or len(value) != 2:
-            raise ConfigError(f"{key}: expected a pair [low, high], got {value!r}")
-        return (float(value[0]), float(value[1]))
-    if text == "str | float":
-        return value if isinstance(value, str) else float(value)
-    for typ in (int, float, str):
-        if hint is typ or text == f"{typ.__name__} | None":
-            if typ is int and (isinstance(value, bool) or not isinstance(value, int)):
-                raise ConfigError(f"{key}: expected an integer, got {value!r}")
-            if typ is float and (isinstance(value, bool) or not isinstance(value, int | float)):
-                raise ConfigError(f"{key}: expected a number, got {value!r}")
-            if typ is str and not isinstance(value, str):
-                raise ConfigError(f"{key}: expected a string, got {value!r}")
-            return typ(value)
-    return value
+# One config technique across trajforge: pydantic validates every config file (explorers and nightly use its
+# models; training keeps plain dataclasses, which the loops build in code too, and validates them through a
+# TypeAdapter). JSON-strict: a YAML string is never a number, a number never a bool, unknown keys are errors.
+_STRICT = ConfigDict(extra="forbid", strict=True)
+for _cls in (DataConfig, OptimConfig, RunConfig, GRPOConfig, TrainConfig):
+    _cls.__pydantic_config__ = _STRICT  # type: ignore[attr-defined]
+_ADAPTER: TypeAdapter[TrainConfig] = TypeAdapter(TrainConfig)
+_SECTIONS: dict[str, type] = {"data": DataConfig, "optim": OptimConfig, "run": RunConfig, "grpo": GRPOConfig}
 
 
-def _build(cls: type, data: Any, prefix: str) -> Any:
-    if not isinstance(data, dict):
-        raise ConfigError(f"{prefix or '<root>'}: expected a mapping, got {type(data).__name__}")
-    hints = get_type_hints(cls)
-    names = {f.name for f in dataclasses.fields(cls)}
-    dot = f"{prefix}." if prefix else ""
-    unknown = sorted(set(data) - names)
-    if unknown:
-        raise ConfigError(f"{dot}{unknown[0]}: unknown key (known: {', '.join(sorted(names))})")
-    kwargs = {k: _coerce(f"{dot}{k}", v, hints[k]) for k, v in data.items()}
-    return cls(**kwargs)
+def _error(exc: ValidationError) -> ConfigError:
+    """The first problem as one line naming its key (``grpo.clip_low: …``)."""
+    err = exc.errors()[0]
+    loc = [str(p) for p in err["loc"] if not str(p).isdigit()]
+    key = ".".join(loc) or "<root>"
+    if err["type"] in ("extra_forbidden", "unexpected_keyword_argument"):
+        section = _SECTIONS.get(loc[0]) if len(loc) > 1 else TrainConfig
+        known = sorted(f.name for f in dataclasses.fields(section)) if section is not None else []
+        return ConfigError(f"{key}: unknown key (known: {', '.join(known)})")
+    return ConfigError(f"{key}: {err['msg'].lower()}, got {err.get('input')!r}")
+
+
+def _build(data: dict[str, Any]) -> TrainConfig:
+    try:
+        return _ADAPTER.validate_json(json.dumps(data, default=str))
+    except ValidationError as exc:
+        raise _error(exc) from None
 
 
 def load_config(path: str | Path | None) -> TrainConfig:
@@ -176,7 +164,7 @@ def load_config(path: str | Path | None) -> TrainConfig:
         grpo.setdefault("clip_low", data["grpo"]["clip_eps"])
         grpo.setdefault("clip_high", data["grpo"]["clip_eps"])
         data = {**data, "grpo": grpo}
-    cfg = _build(TrainConfig, data, "")
+    cfg = _build(data)
     if isinstance(grpo, dict):
         cfg.grpo = apply_recipe(cfg.grpo, cfg.grpo.recipe, set(grpo))
     validate(cfg)
