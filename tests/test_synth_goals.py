@@ -179,6 +179,13 @@ def test_a_route_through_screens_a_later_control_was_already_on_is_refused_as_a_
     assert ("screen", "About this app") not in plans and ("screen", "Settings") in plans
     [(refused, reason, detail)] = [r for r in planner.refused if r[0].facts.target == "About this app"]
     assert reason == "detour_plan" and refused.edge_ids == ("e05", "e14") and "step 2" in detail
+    # Its shortcut (that very control, never tried on the notes screen) is still asked of the prober.
+    from pipelines.synthesis.probe import plan_probes, probe_plans
+
+    graph = notes_graph(extra={"notes": [same]})
+    assert ("side-about", "about") in {(r.element_id, r.expected_state) for r in refused.unprobed}
+    assert ("notes", "side-about", "shortcut") in {(p.state, p.element_id, p.why)
+                                                    for p in plan_probes(graph, probe_plans(graph))}
     _, rejects = select_plans(notes_graph(extra={"notes": [same]}), SynthConfig())
     assert [(r.stage, r.reason) for r in rejects] == [("synthesis.plan", "detour_plan")]
     assert "About this app" in rejects[0].detail and "Settings" in rejects[0].payload

@@ -269,11 +269,11 @@ class Planner:
             if len(p.steps) > MAX_PLAN_STEPS:
                 self.refused.append((p, "plan_too_long", f"{len(p.steps)} steps > {MAX_PLAN_STEPS}"))
                 continue
+            p.unprobed = self.shortcuts(p)  # a refused detour still asks for its shortcuts: probing may fix it
             detour = self.detour(p)
             if detour:
                 self.refused.append((p, "detour_plan", detour))
                 continue
-            p.unprobed = self.shortcuts(p)
             unique.append(p)
         return unique
 

@@ -105,6 +105,14 @@ def plan_probes(graph: AppGraph, plans: list[GoalPlan], siblings_per_list: int =
     return ordered
 
 
+def probe_plans(graph: AppGraph) -> list[GoalPlan]:
+    """The plans whose shortcuts are worth probing: every plan, and the detours the planner refused — their
+    untried shortcuts are exactly what probing is for (a probed shortcut turns the detour into a plan)."""
+    planner = Planner(graph)
+    plans = planner.plans()
+    return plans + [p for p, reason, _ in planner.refused if reason == "detour_plan"]
+
+
 class CrawlProber:
     """Synthesis's prober: requests from the plans, run by ``explorers.probe`` with the crawl's own config."""
 
@@ -115,7 +123,7 @@ class CrawlProber:
     def __call__(self, graph: AppGraph, graph_dir: Path) -> dict[str, Any]:
         from explorers.probe import ProbeRequest, probe_shortcuts
 
-        everything = plan_probes(graph, Planner(graph).plans())
+        everything = plan_probes(graph, probe_plans(graph))
         shortcuts = [p for p in everything if p.why == "shortcut"]
         items = [p for p in everything if p.why == "sibling"]
         # Both kinds every round: shortcuts make plans minimal, list items make new goals; a long tail of
