@@ -172,13 +172,6 @@ class ExactComparator:
         return hamming(a.phash, b.phash) <= self.max_phash_distance
 
 
-class StructuralComparator(ExactComparator):
-    """Coarsest abstraction: any two captures with the same layout are one state (Fastbot-like)."""
-
-    def key(self, f: Features, mask: set[str]) -> str:
-        return f.structural_hash
-
-
 @dataclass
 class StateTable:
     """Assigns state ids to captures, learns dynamic regions and merges states that the mask makes equal.

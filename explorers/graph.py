@@ -7,7 +7,7 @@ one alias, not a rewrite.
 
 from __future__ import annotations
 
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -137,47 +137,3 @@ class Graph:
         sid = self.canonical(sid)
         return sid not in self.abandoned and bool(self.fresh_keys(sid))
 
-    def any_unexplored(self) -> bool:
-        return any(self.has_unexplored(s) for s in self.states)
-
-    def successors(self, sid: str) -> list[tuple[str, str]]:
-        """(action key, most frequent destination) for each tried action of ``sid`` that changed the state."""
-        sid = self.canonical(sid)
-        out = []
-        for (src, key), tos in self.edges.items():
-            if self.canonical(src) != sid:
-                continue
-            dst = self.canonical(tos.most_common(1)[0][0])
-            if dst != sid:
-                out.append((key, dst))
-        return out
-
-    def path_to_unexplored(self, start: str, avoid: set[tuple[str, str]] = frozenset()) -> list[tuple[str, str]]:
-        """Shortest known path (list of (state, action key)) to the nearest state with untried actions."""
-        start = self.canonical(start)
-        adj: dict[str, list[tuple[str, str]]] = {}
-        for (src, key), tos in self.edges.items():
-            s = self.canonical(src)
-            if (s, key) in avoid:
-                continue
-            d = self.canonical(tos.most_common(1)[0][0])
-            if d != s:
-                adj.setdefault(s, []).append((key, d))
-        prev: dict[str, tuple[str, str]] = {}
-        queue = deque([start])
-        seen = {start}
-        while queue:
-            cur = queue.popleft()
-            if cur != start and self.has_unexplored(cur):
-                path = []
-                while cur != start:
-                    src, key = prev[cur]
-                    path.append((src, key))
-                    cur = src
-                return path[::-1]
-            for key, nxt in adj.get(cur, []):
-                if nxt not in seen:
-                    seen.add(nxt)
-                    prev[nxt] = (cur, key)
-                    queue.append(nxt)
-        return []

@@ -242,13 +242,6 @@ class SafetyGuard:
             else f"button {(e.text or e.content_desc)[:40]!r} commits a change"
         return f"dry_run_forms: {what} (not in submit_allow)"
 
-    def url_blocked(self, url: str) -> str | None:
-        for p in self._urls:
-            if p.search(url):
-                return f"URL {url!r} matches deny pattern {p.pattern!r}"
-        return self._leaves(url)
-
-
 class AuditLog:
     """Append-only JSON Lines: every executed (or refused) action with the reason it was chosen."""
 
