@@ -1,8 +1,11 @@
 """Inter-annotator agreement on samples seen by two or more annotators.
 
-Verdicts are compared as categories (accept / reject / edit). Per pair of annotators we report the observed
-agreement and Cohen's kappa (agreement corrected for what their label frequencies would give by chance); over
-all multiply-labelled samples, Fleiss' kappa. Pure functions over ``{sample: {annotator: verdict}}``.
+Verdicts are compared as categories: ``accept``, ``edit`` and ``reject:<reason>`` — two annotators who both
+reject a step, one because the point misses and one because the instruction is wrong, disagree about what is
+wrong, and κ must say so (``LabelView.category`` / ``Mark.category`` build them). ``coarse`` folds the reason
+away for the verdict-only figure shown beside it. Per pair of annotators we report the observed agreement and
+Cohen's kappa (agreement corrected for what their label frequencies would give by chance); over all
+multiply-labelled samples, Fleiss' kappa. Pure functions over ``{sample: {annotator: category}}``.
 """
 
 from __future__ import annotations
@@ -12,6 +15,11 @@ from dataclasses import dataclass
 from itertools import combinations
 
 CATEGORIES = ("accept", "reject", "edit")
+
+
+def coarse(verdicts: dict[str, dict[str, str]]) -> dict[str, dict[str, str]]:
+    """The same verdicts with reject reasons folded away (``reject:wrong_point`` → ``reject``)."""
+    return {s: {a: c.split(":", 1)[0] for a, c in by.items()} for s, by in verdicts.items()}
 
 
 @dataclass(frozen=True)
@@ -64,7 +72,9 @@ def fleiss_kappa(verdicts: dict[str, dict[str, str]]) -> float | None:
     items = [list(v.values()) for v in verdicts.values() if len(v) >= 2]
     if not items:
         return None
-    p_items, totals, n_ratings = [], Counter(), 0
+    p_items: list[float] = []
+    totals: Counter[str] = Counter()
+    n_ratings = 0
     for ratings in items:
         k = len(ratings)
         counts = Counter(ratings)

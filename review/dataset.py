@@ -29,7 +29,9 @@ from schemas.errors import FieldError, RecordValidationError
 from schemas.records import parse_record, payload_samples
 
 INDEX_COLUMNS = ["id", "trajectory_id", "step_index", "num_steps", "app_id", "action", "scores",
-                 "screenshot_sha256", "content_hash"]
+                 "screenshot_sha256", "content_hash", "task", "instruction", "train_target", "lineage"]
+# Columns a shard written before schema 1.2 may lack; the index uses the schema default instead.
+OPTIONAL_COLUMNS = {"train_target", "lineage"}
 
 
 class DatasetError(ValueError):
@@ -61,6 +63,15 @@ class SampleRef:
     reject_stage: str = ""
     reject_reason: str = ""
     reject_detail: str = ""
+    task: str = ""
+    instruction: str = ""
+    train_target: bool = True  # False: a recovery trajectory's deliberate mistake (context, not a target)
+    negative: bool = False  # a noise copy (lineage.negative): a negative for critics, never a demonstration
+    search_text: str = field(default="", repr=False)  # casefolded id, trajectory, task and instruction
+
+    def __post_init__(self) -> None:
+        if not self.search_text:
+            self.search_text = "\n".join((self.id, self.trajectory_id, self.task, self.instruction)).casefold()
 
 
 @dataclass
@@ -134,15 +145,19 @@ def open_dataset(root: str | Path, blobs: str | Path | None = None) -> DatasetVe
     ds.blobs = _blob_store(root, blobs, ds.manifest)
     for path in files:
         pf = pq.ParquetFile(path)
+        names = set(pf.schema_arrow.names)
+        columns = [c for c in INDEX_COLUMNS if c in names or c not in OPTIONAL_COLUMNS]
         for rg in range(pf.num_row_groups):
-            table = pf.read_row_group(rg, columns=INDEX_COLUMNS)
+            table = pf.read_row_group(rg, columns=columns)
             for offset, row in enumerate(table.to_pylist()):
+                lineage = row.get("lineage") or {}
                 ref = SampleRef(
                     id=row["id"], trajectory_id=row["trajectory_id"], step_index=row["step_index"],
                     num_steps=row["num_steps"], app_id=row["app_id"] or "",
                     action_type=full_type_of(row["action"]), judge_score=_score(row["scores"]),
                     screenshot_sha256=row["screenshot_sha256"], content_hash=row["content_hash"] or "",
-                    location=Location(path, rg, offset),
+                    location=Location(path, rg, offset), task=row["task"] or "", instruction=row["instruction"] or "",
+                    train_target=row.get("train_target") is not False, negative=bool(lineage.get("negative")),
                 )
                 if ref.id in ds.refs:
                     ds.duplicate_ids += 1
@@ -161,7 +176,7 @@ def _blob_store(root: Path, blobs: str | Path | None, manifest: dict) -> BlobSto
     beside or above the version (curation's default puts it next to its inputs)."""
     if blobs:
         return BlobStore(blobs)
-    lineage = manifest.get("lineage") if isinstance(manifest.get("lineage"), dict) else {}
+    lineage: dict = manifest["lineage"] if isinstance(manifest.get("lineage"), dict) else {}
     recorded = lineage.get("blob_store")
     if isinstance(recorded, str) and recorded:
         local = Path(recorded)
@@ -191,6 +206,8 @@ def _index_rejects(ds: DatasetVersion, path: Path) -> None:
                     screenshot_sha256=s.screenshot_sha256, content_hash=s.content_hash,
                     location=Location(path, rg, offset), source="rejects", reject_stage=str(row.get("stage") or ""),
                     reject_reason=str(row.get("reason") or ""), reject_detail=str(row.get("detail") or ""),
+                    task=s.task, instruction=s.instruction, train_target=s.train_target,
+                    negative=s.lineage.negative,
                 )
                 if ref.id not in ds.refs and ref.id not in ds.rejected:
                     ds.rejected[ref.id] = ref
@@ -243,8 +260,12 @@ class SampleReader:
         return record
 
     def image(self, sha: str) -> bytes | None:
-        """PNG bytes of a screenshot by sha256 — never by path; the bytes are checked against the digest."""
-        if not isinstance(sha, str) or not SHA256_RE.match(sha):
+        """PNG bytes of a screenshot of this version by sha256 — never by path, never another blob of the store.
+
+        The blob store is shared by every crawl and version; a sha that no sample (or audited reject) of the
+        reviewed version shows is answered None, and served bytes are checked against the digest.
+        """
+        if not isinstance(sha, str) or not SHA256_RE.match(sha) or sha not in self._image_refs:
             return None
         with self._lock:
             if sha in self._images:

@@ -1,9 +1,13 @@
-"""The review database: annotators, login sessions and labels, through SQLAlchemy (SQLite file or PostgreSQL).
+"""The review database: annotators, login sessions, sample leases and labels (SQLAlchemy: SQLite or PostgreSQL).
 
 Labels are an audit trail: every verdict is a new row carrying the annotator, the time and the content hash of
 the record that was judged. Rows are never updated or deleted — the database itself refuses to (triggers on
-both SQLite and PostgreSQL), so a bug or a hand-written ``UPDATE`` cannot silently rewrite history. "The
-current verdict" is derived: the latest row per (sample, annotator).
+both SQLite and PostgreSQL, TRUNCATE included), so a bug or a hand-written ``UPDATE`` cannot silently rewrite
+history. "The current verdict" is derived: the latest row per (sample, content hash, annotator); an undo is a
+``retract`` row, not a deletion. Leases (who is looking at which sample until when) are ordinary mutable rows.
+
+A database made by an older trajforge is brought up to date on every start: missing tables, columns (all
+nullable or defaulted) and indexes are added, and the append-only guards reinstalled.
 """
 
 from __future__ import annotations
@@ -13,16 +17,21 @@ from datetime import UTC, datetime
 from enum import StrEnum
 
 from sqlalchemy import (
-    DDL,
+    Boolean,
     DateTime,
     Engine,
     ForeignKey,
+    Index,
     Integer,
     String,
     Text,
     create_engine,
     event,
+    false,
+    inspect,
+    text,
 )
+from sqlalchemy.exc import InterfaceError, OperationalError
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker
 
 DEFAULT_DB_ENV = "TRAJFORGE_REVIEW_DB"
@@ -32,7 +41,8 @@ DEFAULT_DB_URL = "sqlite:///trajforge-review.sqlite"
 class Verdict(StrEnum):
     ACCEPT = "accept"
     REJECT = "reject"
-    EDIT = "edit"  # accepted with a corrected instruction and/or reasoning
+    EDIT = "edit"  # accepted with corrections (instruction, reasoning, action and/or task)
+    RETRACT = "retract"  # undo: the annotator's earlier verdict on this record no longer stands
 
 
 # Reason codes an annotator picks when rejecting; short and countable, like the automatic gates' reasons.
@@ -46,6 +56,11 @@ REJECT_REASONS: dict[str, str] = {
     "unsafe": "Unsafe or destructive action",
     "other": "Other",
 }
+
+
+class Role(StrEnum):
+    ANNOTATOR = "annotator"
+    ADJUDICATOR = "adjudicator"  # may also settle disagreements in the adjudication view
 
 
 def utcnow() -> datetime:
@@ -63,6 +78,9 @@ class Annotator(Base):
     name: Mapped[str] = mapped_column(String(64), unique=True, nullable=False)
     password_hash: Mapped[str] = mapped_column(String(255), nullable=False)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, nullable=False)
+    disabled: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false(), nullable=False)
+    role: Mapped[str] = mapped_column(String(16), default=Role.ANNOTATOR.value,
+                                      server_default=Role.ANNOTATOR.value, nullable=False)
 
 
 class LoginSession(Base):
@@ -71,16 +89,30 @@ class LoginSession(Base):
     __tablename__ = "review_sessions"
 
     token_sha256: Mapped[str] = mapped_column(String(64), primary_key=True)
-    annotator_id: Mapped[int] = mapped_column(ForeignKey("review_annotators.id"), nullable=False)
+    annotator_id: Mapped[int] = mapped_column(ForeignKey("review_annotators.id"), index=True, nullable=False)
     csrf_token: Mapped[str] = mapped_column(String(64), nullable=False)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, nullable=False)
     expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
+
+
+class Lease(Base):
+    """An annotator is looking at a sample until ``expires_at``; others' queues skip it while it holds.
+
+    One row per (sample, annotator): a sample that needs two annotators may be leased by two at once.
+    """
+
+    __tablename__ = "review_leases"
+
+    sample_id: Mapped[str] = mapped_column(String(512), primary_key=True)
+    annotator_id: Mapped[int] = mapped_column(ForeignKey("review_annotators.id"), primary_key=True)
+    expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True, nullable=False)
 
 
 class Label(Base):
     """One verdict on one sample by one annotator at one time. Append-only."""
 
     __tablename__ = "review_labels"
+    __table_args__ = (Index("ix_review_labels_sample_hash", "sample_id", "content_hash"),)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     sample_id: Mapped[str] = mapped_column(String(512), index=True, nullable=False)
@@ -91,35 +123,65 @@ class Label(Base):
     verdict: Mapped[str] = mapped_column(String(16), nullable=False)
     reason_code: Mapped[str | None] = mapped_column(String(64))
     comment: Mapped[str | None] = mapped_column(Text)
-    instruction: Mapped[str | None] = mapped_column(Text)  # the corrected text, for verdict "edit"
+    instruction: Mapped[str | None] = mapped_column(Text)  # corrected texts (an edit; a reject may suggest them)
     reasoning: Mapped[str | None] = mapped_column(Text)
+    action_json: Mapped[str | None] = mapped_column(Text)  # a corrected action, canonical schemas.Action JSON
+    task: Mapped[str | None] = mapped_column(Text)  # a corrected task instruction
+    adjudication: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false(), nullable=False)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, nullable=False)
 
 
+# The database itself refuses to rewrite the trail. SQLite: triggers on UPDATE / DELETE (it has no TRUNCATE).
+# PostgreSQL: a row trigger on UPDATE / DELETE and a statement trigger on TRUNCATE (which skips row triggers;
+# ``TRUNCATE review_annotators CASCADE`` reaches the label table too and is refused the same way). They are
+# (re)installed on every start, so a database created by an older trajforge gains the newer guards.
 _SQLITE_GUARDS = [
-    DDL(
-        "CREATE TRIGGER IF NOT EXISTS review_labels_no_update BEFORE UPDATE ON review_labels "
-        "BEGIN SELECT RAISE(ABORT, 'review_labels is append-only'); END"
-    ),
-    DDL(
-        "CREATE TRIGGER IF NOT EXISTS review_labels_no_delete BEFORE DELETE ON review_labels "
-        "BEGIN SELECT RAISE(ABORT, 'review_labels is append-only'); END"
-    ),
+    "CREATE TRIGGER IF NOT EXISTS review_labels_no_update BEFORE UPDATE ON review_labels "
+    "BEGIN SELECT RAISE(ABORT, 'review_labels is append-only'); END",
+    "CREATE TRIGGER IF NOT EXISTS review_labels_no_delete BEFORE DELETE ON review_labels "
+    "BEGIN SELECT RAISE(ABORT, 'review_labels is append-only'); END",
 ]
 _POSTGRES_GUARDS = [
-    DDL(
-        "CREATE OR REPLACE FUNCTION review_labels_append_only() RETURNS trigger AS $$ "
-        "BEGIN RAISE EXCEPTION 'review_labels is append-only'; END; $$ LANGUAGE plpgsql"
-    ),
-    DDL(
-        "CREATE TRIGGER review_labels_no_change BEFORE UPDATE OR DELETE ON review_labels "
-        "FOR EACH ROW EXECUTE FUNCTION review_labels_append_only()"
-    ),
+    "SELECT pg_advisory_xact_lock(7305146)",  # two servers starting at once must not race on the DDL
+    "CREATE OR REPLACE FUNCTION review_labels_append_only() RETURNS trigger AS $$ "
+    "BEGIN RAISE EXCEPTION 'review_labels is append-only'; END; $$ LANGUAGE plpgsql",
+    "CREATE OR REPLACE TRIGGER review_labels_no_change BEFORE UPDATE OR DELETE ON review_labels "
+    "FOR EACH ROW EXECUTE FUNCTION review_labels_append_only()",
+    "CREATE OR REPLACE TRIGGER review_labels_no_truncate BEFORE TRUNCATE ON review_labels "
+    "FOR EACH STATEMENT EXECUTE FUNCTION review_labels_append_only()",
 ]
-for _ddl in _SQLITE_GUARDS:
-    event.listen(Label.__table__, "after_create", _ddl.execute_if(dialect="sqlite"))
-for _ddl in _POSTGRES_GUARDS:
-    event.listen(Label.__table__, "after_create", _ddl.execute_if(dialect="postgresql"))
+
+
+class DatabaseUnavailable(RuntimeError):
+    """The label database cannot be reached or opened; the message is one line naming it (password hidden)."""
+
+
+def _upgrade(engine: Engine) -> None:
+    """Add the columns and indexes a database made by an older trajforge lacks (never drops or rewrites)."""
+    insp = inspect(engine)
+    with engine.begin() as conn:
+        for table in Base.metadata.sorted_tables:
+            have = {c["name"] for c in insp.get_columns(table.name)}
+            for col in table.columns:
+                if col.name in have:
+                    continue
+                ddl = col.type.compile(dialect=engine.dialect)
+                default = getattr(col.server_default, "arg", None)
+                if default is not None:
+                    value = default.compile(dialect=engine.dialect) if hasattr(default, "compile") else f"'{default}'"
+                    ddl += f" DEFAULT {value} NOT NULL"
+                conn.execute(text(f'ALTER TABLE {table.name} ADD COLUMN "{col.name}" {ddl}'))
+        for table in Base.metadata.sorted_tables:
+            for index in table.indexes:
+                index.create(conn, checkfirst=True)
+
+
+def _install_guards(engine: Engine) -> None:
+    statements = _SQLITE_GUARDS if engine.dialect.name == "sqlite" else (
+        _POSTGRES_GUARDS if engine.dialect.name == "postgresql" else [])
+    with engine.begin() as conn:
+        for statement in statements:
+            conn.exec_driver_sql(statement)
 
 
 def resolve_url(url: str | None) -> str:
@@ -145,7 +207,16 @@ def make_engine(url: str | None = None) -> Engine:
     engine = create_engine(resolved, **kwargs)
     if resolved.startswith("sqlite"):
         event.listen(engine, "connect", _sqlite_pragmas)
-    Base.metadata.create_all(engine)
+    try:
+        Base.metadata.create_all(engine)
+        _upgrade(engine)
+        _install_guards(engine)
+    except (OperationalError, InterfaceError) as exc:
+        engine.dispose()
+        where = engine.url.render_as_string(hide_password=True)
+        reason = str(getattr(exc, "orig", exc)).strip().splitlines()
+        raise DatabaseUnavailable(f"cannot open the label database {where}: "
+                                  f"{reason[0] if reason else type(exc).__name__}") from None
     return engine
 
 

@@ -1,7 +1,8 @@
 """Label export: the audit trail (or each annotator's latest verdicts) as JSON Lines, CSV or Parquet.
 
 Exports are for people and tools outside trajforge (agreement studies, Label Studio / Argilla comparisons,
-training a judge on human verdicts); the human gate reads the database directly.
+training a judge on human verdicts); the human gate reads the database directly. CSV cells that a spreadsheet
+would run as formulas are escaped; JSON Lines and Parquet keep every text exactly.
 """
 
 from __future__ import annotations
@@ -23,10 +24,21 @@ from review.labels import LabelView, iter_labels, latest_by_annotator
 
 FORMATS = ("jsonl", "csv", "parquet")
 FIELDS = [f for f in LabelView.__dataclass_fields__]
-LABEL_SCHEMA = pa.schema(
-    [pa.field("id", pa.int64()), *[pa.field(n, pa.string()) for n in FIELDS[1:-1]],
-     pa.field("created_at", pa.timestamp("us", tz="UTC"))]
-)
+_TYPES = {"id": pa.int64(), "adjudication": pa.bool_(), "created_at": pa.timestamp("us", tz="UTC")}
+LABEL_SCHEMA = pa.schema([pa.field(n, _TYPES.get(n, pa.string())) for n in FIELDS])
+
+
+# A spreadsheet treats a cell starting with one of these as a formula (``=HYPERLINK(…)``, ``@SUM(…)``, DDE
+# via ``+``/``-``, and tab / carriage return before them). Comments and edits are annotator- and crawl-controlled
+# text, so such a cell gets a leading apostrophe: shown literally, never evaluated (the OWASP recipe).
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "\uff1d", "\uff0b", "\uff0d", "\uff20")
+
+
+def csv_cell(value: object) -> object:
+    """``value`` safe for a CSV that a spreadsheet may open: text that could start a formula is quoted."""
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        return "'" + value
+    return value
 
 
 def _rows(engine: Engine, latest_only: bool) -> list[dict]:
@@ -59,7 +71,7 @@ def export_labels(engine: Engine, out: str | Path, fmt: str | None = None, lates
                 w = csv.DictWriter(f, fieldnames=FIELDS)
                 w.writeheader()
                 for r in rows:
-                    w.writerow({**r, "created_at": r["created_at"].isoformat()})
+                    w.writerow({k: csv_cell(v) for k, v in {**r, "created_at": r["created_at"].isoformat()}.items()})
         else:
             with open(tmp, "w", encoding="utf-8") as f:
                 for r in rows:

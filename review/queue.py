@@ -3,8 +3,8 @@
 Orderings: ``random`` (per annotator, so two people rarely work on the same sample at once), ``stratified``
 (round-robin over (app, action type) strata, so rare action types are not drowned by clicks),
 ``lowest_score`` (the judge's least-trusted samples first) and ``gate_rejected`` (samples an automatic gate
-refused, to audit the gate). A sample needs ``labels_per_sample`` distinct annotators; a deterministic
-``overlap`` fraction needs one more, which is what makes inter-annotator agreement measurable.
+refused, to audit the gate). A sample needs ``labels_per_sample`` distinct annotators on its current content;
+a deterministic ``overlap`` fraction needs one more, which is what makes inter-annotator agreement measurable.
 """
 
 from __future__ import annotations
@@ -76,19 +76,10 @@ class Policy:
         return self.labels_per_sample + (1 if in_overlap(sample_id, self.overlap) else 0)
 
 
-def next_in_queue(
-    ids: list[str],
-    start: int,
-    mine: set[str],
-    annotators: Callable[[str], int],
-    policy: Policy,
-) -> tuple[int, str] | None:
-    """First position ≥ ``start`` whose sample I have not labelled and that still needs annotators."""
+def next_in_queue(ids: list[str], start: int, eligible: Callable[[str], bool]) -> tuple[int, str] | None:
+    """First position ≥ ``start`` whose sample is ``eligible`` (not mine yet, still needs annotators, not leased
+    away, matching the filters — the caller decides; this only walks the order)."""
     for pos in range(max(start, 0), len(ids)):
-        sid = ids[pos]
-        if sid in mine:
-            continue
-        if annotators(sid) >= policy.needed(sid):
-            continue
-        return pos, sid
+        if eligible(ids[pos]):
+            return pos, ids[pos]
     return None

@@ -66,5 +66,12 @@ def test_curated_version_is_reviewable_and_gated_into_the_next_version(tmp_path)
     manifest = json.loads((v2 / "manifest.json").read_text())
     assert manifest["lineage"]["parent"]["content_fingerprint"] == result.manifest["content_fingerprint"]
     assert manifest["lineage"]["blob_store"] == result.manifest["lineage"]["blob_store"]
-    assert manifest["stages"][0]["reasons"] == {"human:task_mismatch": 1}
+    # The funnel continues: curation's stages, then the human gate; the card, plots and expectations come along.
+    assert [s["stage"] for s in manifest["stages"]] == [s["stage"] for s in result.manifest["stages"]] + ["human_gate"]
+    assert manifest["stages"][-1]["reasons"] == {"human:task_mismatch": 1}
+    assert json.loads((v2 / "expectations.json").read_text())["success"] is True
+    assert "v0002" in (v2 / "README.md").read_text() and (v2 / "plots" / "rejects.png").is_file()
+    carried = {r["file"]: r["rows"] for r in manifest["rejects"]}
+    assert sum(carried.values()) == result.manifest["totals"]["samples_rejected"] + \
+        result.manifest["totals"]["records_rejected"] + 1
     engine.dispose()

@@ -43,11 +43,59 @@ def test_labels_are_an_append_only_audit_trail(engine):
         assert latest_by_annotator(trail)["t1:0"]["alice"].verdict == "reject"
         assert all(lab.created_at is not None and lab.content_hash == "h0" for lab in trail)
     # The database itself refuses rewriting history, whatever client tries.
-    for statement in ("UPDATE review_labels SET verdict = 'accept'", "DELETE FROM review_labels"):
+    statements = ["UPDATE review_labels SET verdict = 'accept'", "DELETE FROM review_labels"]
+    if engine.dialect.name == "postgresql":  # TRUNCATE skips row triggers; a statement trigger refuses it
+        statements += ["TRUNCATE review_labels", "TRUNCATE review_annotators CASCADE"]
+    for statement in statements:
         with pytest.raises(DBAPIError, match="append-only"), engine.begin() as conn:
             conn.execute(text(statement))
     with Session(engine) as db:
         assert len(list(iter_labels(db))) == 2
+
+
+# The tables as the first trajforge release created them: no TRUNCATE guard, no edit / role / lease columns.
+OLD_SCHEMA = [
+    "CREATE TABLE review_annotators (id {pk}, name VARCHAR(64) UNIQUE NOT NULL, "
+    "password_hash VARCHAR(255) NOT NULL, created_at TIMESTAMP WITH TIME ZONE NOT NULL)",
+    "CREATE TABLE review_labels (id {pk}, sample_id VARCHAR(512) NOT NULL, "
+    "content_hash VARCHAR(64) NOT NULL, trajectory_id VARCHAR(512) NOT NULL, dataset_version VARCHAR(255) NOT NULL, "
+    "annotator_id INTEGER NOT NULL REFERENCES review_annotators(id), verdict VARCHAR(16) NOT NULL, "
+    "reason_code VARCHAR(64), comment TEXT, instruction TEXT, reasoning TEXT, "
+    "created_at TIMESTAMP WITH TIME ZONE NOT NULL)",
+    "INSERT INTO review_annotators (name, password_hash, created_at) VALUES ('old', 'x', CURRENT_TIMESTAMP)",
+    "INSERT INTO review_labels (sample_id, content_hash, trajectory_id, dataset_version, annotator_id, verdict, "
+    "created_at) VALUES ('s', 'h', 't', 'v0001', 1, 'accept', CURRENT_TIMESTAMP)",
+]
+
+
+def test_an_old_database_is_upgraded_in_place_and_gains_the_guards(engine):
+    url = engine.url
+    engine.dispose()
+    from sqlalchemy import create_engine
+
+    raw = create_engine(url)
+    with raw.begin() as conn:
+        for table in ("review_leases", "review_labels", "review_sessions", "review_annotators"):
+            conn.execute(text(f"DROP TABLE IF EXISTS {table}"))
+        pk = "SERIAL PRIMARY KEY" if raw.dialect.name == "postgresql" else "INTEGER PRIMARY KEY"
+        for statement in OLD_SCHEMA:
+            conn.execute(text(statement.replace("{pk}", pk)))
+    raw.dispose()
+    upgraded = make_engine(url.render_as_string(hide_password=False))
+    try:
+        with Session(upgraded) as db:
+            (old,) = list(iter_labels(db))
+            assert (old.sample_id, old.verdict, old.annotator) == ("s", "accept", "old")
+            bob = add_annotator(db, "bob", "battery staple 2")
+            add_label(db, annotator_id=bob.id, sample_id="s", content_hash="h", verdict="edit", task="A new task")
+            assert [lab.task for lab in iter_labels(db)] == [None, "A new task"]
+        guarded = ["DELETE FROM review_labels"] + (["TRUNCATE review_labels"]
+                                                   if upgraded.dialect.name == "postgresql" else [])
+        for statement in guarded:
+            with pytest.raises(DBAPIError, match="append-only"), upgraded.begin() as conn:
+                conn.execute(text(statement))
+    finally:
+        upgraded.dispose()
 
 
 def test_incomplete_labels_are_refused_with_the_field_named(engine):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -17,6 +18,7 @@ from review.dataset import open_dataset
 from review.db import make_engine
 from review.gate import GateError, apply_labels
 from review.labels import add_label
+from schemas import Action
 from schemas.recordio import iter_records
 from schemas.sample import sample_content_hash
 
@@ -82,21 +84,32 @@ def test_gate_drops_rejected_applies_edits_and_counts_in_manifest(tmp_path):
 
     manifest = json.loads((out / "manifest.json").read_text())
     # 12 = 1 rejected + 1 edited + 1 accepted + 9 without a current label (one of them has only a stale label).
-    assert manifest["totals"] == {"samples_in": 12, "samples_kept": 11, "samples_rejected": 1, "samples_edited": 1,
-                                  "samples_accepted": 1, "samples_unlabelled": 9, "samples_stale_labels": 1,
-                                  "samples_invalid": 0, "history_updated": 2}
-    (stage,) = manifest["stages"]
-    assert stage == {"stage": "human_gate", "unit": "sample", "in": 12, "kept": 11, "rejected": 1,
-                     "reasons": {"human:wrong_point": 1}}
+    assert manifest["totals"]["human_gate"] == {
+        "in": 12, "kept": 11, "rejected": 1, "edited": 1, "accepted": 1, "unlabelled": 9, "stale_labels": 1,
+        "invalid": 0, "history_updated": 2, "task_updated": 0, "adjudicated": 0, "audited": 0, "restored": 0,
+        "carried_rejects": 1}
+    # The funnel continues the parent's: 13 samples came in (12 kept + 1 automatic reject), 2 are refused now.
+    assert {k: manifest["totals"][k] for k in ("samples_in", "samples_kept", "samples_rejected")} == {
+        "samples_in": 13, "samples_kept": 11, "samples_rejected": 2}
+    stage = manifest["stages"][-1]
+    assert stage == {"stage": "human_gate", "unit": "sample", "in": 12, "kept": 11, "rejected": 1, "restored": 0,
+                     "restored_from": {}, "reasons": {"human:wrong_point": 1}}
     assert manifest["kind"] == "sample" and manifest["lineage"]["parent"]["version"] == "v0001"
     labels_info = manifest["lineage"]["labels"]
     assert labels_info["annotators"] == ["alice", "bob"] and labels_info["last_label_id"] == 6
     assert [s["file"] for s in manifest["shards"]] == ["data/part-00000.parquet", "data/part-00001.parquet"]
     assert sum(s["rows"] for s in manifest["shards"]) == 11
-    (rfile,) = manifest["rejects"]
+    # The parent's automatic reject is carried forward byte for byte, beside the human gate's.
+    carried, rfile = manifest["rejects"]
+    assert carried["file"] == "rejects/bbox_check.parquet" and carried["rows"] == 1
+    assert (out / carried["file"]).read_bytes() == (version / "rejects" / "bbox_check.parquet").read_bytes()
     assert rfile["file"] == "rejects/human_gate-00000-of-00001.parquet" and rfile["rows"] == 1
     (reject,) = pq.read_table(out / rfile["file"]).to_pylist()
     assert (reject["record_id"], reject["stage"], reject["reason"]) == (t0[1].id, "human_gate", "human:wrong_point")
+    # A dataset card with plots describes the new version.
+    card = (out / "README.md").read_text()
+    assert "v0002" in card and "| human_gate | sample | 12 | 11 | 1 |" in card
+    assert all((out / "plots" / f).is_file() for f in ("action_type.png", "step_index.png", "rejects.png"))
     assert json.loads(reject["payload"])["id"] == t0[1].id  # the refused record is kept whole
     assert counts.kept == 11
 
@@ -139,3 +152,69 @@ def test_gate_cli_against_postgresql(tmp_path, pg_url):  # noqa: F811
     rows = [json.loads(line) for line in (tmp_path / "labels.jsonl").read_text().splitlines()]
     assert len(rows) == 6 and {r["annotator"] for r in rows} == {"alice", "bob"}
     assert all(r["content_hash"] and r["created_at"] for r in rows)
+
+
+def test_gate_applies_action_and_task_edits_restores_audited_rejects_and_moves_current(tmp_path):
+    version = rs.build_version(tmp_path / "dataset", n_traj=3, n_steps=3)
+    (tmp_path / "dataset" / "current").symlink_to("v0001")
+    (tmp_path / "dataset" / "CURRENT").write_text("v0001\n")
+    engine = make_engine(f"sqlite:///{tmp_path / 'labels.sqlite'}")
+    ds = open_dataset(version)
+    steps = sorted(ds.refs.values(), key=lambda r: (r.trajectory_id, r.step_index))
+    t0 = [r for r in steps if r.trajectory_id == steps[0].trajectory_id]
+    (audited,) = ds.rejected.values()
+    with Session(engine) as db:
+        alice = add_annotator(db, "alice", "password-alice")
+        bob = add_annotator(db, "bob", "password-bob")
+        carol = add_annotator(db, "carol", "password-carol", role="adjudicator")
+
+        def label(who, ref, verdict, **kw):
+            return add_label(db, annotator_id=who.id, sample_id=ref.id, content_hash=ref.content_hash,
+                             verdict=verdict, trajectory_id=ref.trajectory_id, dataset_version="v0001", **kw)
+
+        moved = Action(type="click", x=700, y=500, image_width=1280, image_height=720).model_dump_json()
+        label(alice, t0[0], "edit", action_json=moved, task="Write the grocery list")
+        label(alice, t0[1], "reject", reason_code="wrong_point")
+        label(alice, t0[1], "retract")  # undone: t0[1] stays
+        label(alice, t0[2], "reject", reason_code="other")
+        label(carol, t0[2], "accept", adjudication=True)  # the ruling overrides alice's reject
+        label(bob, audited, "accept", comment="the gate was wrong")
+    out, counts = apply_labels(version, engine)
+    after = _samples(out)
+    first = after[t0[0].id]
+    assert first.action.point == (700, 500) and first.action.point_norm == (547, 694)
+    assert {after[r.id].task for r in t0} == {"Write the grocery list"}  # the task is the trajectory's
+    assert all(after[r.id].content_hash == sample_content_hash(after[r.id].task, r.screenshot_sha256,
+               after[r.id].action, after[r.id].instruction) != r.content_hash for r in t0)
+    assert t0[1].id in after and t0[2].id in after and counts.rejected == 0 and counts.adjudicated == 1
+    assert audited.id in after and counts.restored == 1  # "the gate was wrong" restores the record …
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert "data/restored-00000-of-00001.parquet" in [s["file"] for s in manifest["shards"]]
+    (carried,) = manifest["rejects"]  # … and takes it out of the carried rejects
+    assert carried["file"] == "rejects/bbox_check.parquet" and carried["rows"] == 0
+    assert manifest["stages"][-1]["restored_from"] == {"bbox_check:point_outside_bbox": 1}
+    assert manifest["totals"]["samples_kept"] == len(ds.refs) + 1
+    # The dataset's current version moved to the new one (the pointer named the gated version).
+    assert os.readlink(tmp_path / "dataset" / "current") == "v0002"
+    assert (tmp_path / "dataset" / "CURRENT").read_text().strip() == "v0002"
+    # Gating an older version does not yank current away from a newer one.
+    apply_labels(version, engine)
+    assert os.readlink(tmp_path / "dataset" / "current") == "v0002"
+    engine.dispose()
+
+
+def test_an_audit_reject_confirms_the_gate(tmp_path):
+    version = rs.build_version(tmp_path / "dataset", n_traj=1, n_steps=2)
+    engine = make_engine(f"sqlite:///{tmp_path / 'labels.sqlite'}")
+    (audited,) = open_dataset(version).rejected.values()
+    with Session(engine) as db:
+        alice = add_annotator(db, "alice", "password-alice")
+        bob = add_annotator(db, "bob", "password-bob")
+        for who, verdict in ((alice, "accept"), (bob, "reject")):
+            add_label(db, annotator_id=who.id, sample_id=audited.id, content_hash=audited.content_hash,
+                      verdict=verdict, reason_code="other" if verdict == "reject" else None)
+    out, counts = apply_labels(version, engine, tmp_path / "any")
+    assert audited.id not in _samples(out) and counts.audited == 1 and counts.restored == 0
+    out, counts = apply_labels(version, engine, tmp_path / "majority", policy="majority")
+    assert audited.id not in _samples(out)  # one of two is not a majority
+    engine.dispose()

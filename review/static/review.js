@@ -1,9 +1,163 @@
-// Keyboard shortcuts for the review pages. No data is read from the page into HTML: only element
-// lookups, focus changes and form submissions, so crawled text can never become markup here.
+// The review pages' behaviour: keyboard shortcuts and the action editor (drag the point, draw the box).
+// Nothing read from the page ever becomes markup here: the script moves focus, submits forms, writes numbers
+// into inputs and numeric SVG attributes, and toggles classes, so crawled text can never run as code.
 (function () {
   "use strict";
   const form = document.getElementById("label-form");
-  if (!form) return;
+  const undoForm = document.getElementById("undo-form") || document.querySelector("form.undo");
+
+  // ------------------------------------------------------------------ action editor
+  const svg = document.getElementById("overlay");
+  const editable = svg && svg.classList.contains("editable") && form;
+  const field = (name) => form && form.elements.namedItem(name);
+  const W = svg ? Number(svg.dataset.width) : 0;
+  const H = svg ? Number(svg.dataset.height) : 0;
+  const point = document.getElementById("ov-point");
+  const end = document.getElementById("ov-end");
+  const box = document.getElementById("ov-box");
+  const arrow = document.getElementById("ov-arrow");
+  const typeSel = document.getElementById("a_type");
+  let boxing = false;
+
+  function markChanged(el) {
+    if (!el || el.dataset.orig === undefined) return;
+    const v = (el.value || "").replace(/\r\n/g, "\n").trim();
+    const o = (el.dataset.orig || "").replace(/\r\n/g, "\n").trim();
+    el.classList.toggle("changed", v !== o);
+  }
+  function setValue(name, v) {
+    const el = field(name);
+    if (!el) return;
+    el.value = v === null ? "" : String(v);
+    markChanged(el);
+  }
+  function num(name) {
+    const el = field(name);
+    const v = el ? parseFloat(el.value) : NaN;
+    return Number.isFinite(v) ? v : null;
+  }
+  function toImage(ev) {
+    const r = svg.getBoundingClientRect();
+    const x = Math.min(Math.max((ev.clientX - r.left) * W / r.width, 0), W);
+    const y = Math.min(Math.max((ev.clientY - r.top) * H / r.height, 0), H);
+    return [Math.round(x), Math.round(y)];
+  }
+  function placeGroup(g, x, y) {
+    if (!g) return;
+    const dx = x - Number(g.dataset.x), dy = y - Number(g.dataset.y);
+    g.setAttribute("transform", "translate(" + dx + " " + dy + ")");
+  }
+  function uses() {
+    if (!typeSel) return [];
+    const opt = typeSel.options[typeSel.selectedIndex];
+    return (opt && opt.dataset.uses ? opt.dataset.uses.split(" ") : []);
+  }
+  function refresh() {
+    if (!editable) return;
+    const u = uses();
+    document.querySelectorAll("#action-editor .grp").forEach((g) => g.classList.toggle("off", u.indexOf(g.dataset.group) < 0));
+    const x = num("a_x"), y = num("a_y");
+    if (point) {
+      const on = u.indexOf("point") >= 0 && x !== null && y !== null;
+      point.classList.toggle("ph", !on);
+      if (on) placeGroup(point, x, y);
+    }
+    const x2 = num("a_x2"), y2 = num("a_y2");
+    if (end) {
+      const on = u.indexOf("end") >= 0 && x2 !== null && y2 !== null;
+      end.classList.toggle("ph", !on);
+      if (on) placeGroup(end, x2, y2);
+    }
+    if (arrow && x !== null && y !== null) { arrow.setAttribute("x1", x); arrow.setAttribute("y1", y); }
+    if (arrow && x2 !== null && y2 !== null) { arrow.setAttribute("x2", x2); arrow.setAttribute("y2", y2); }
+    if (box) {
+      const b = [num("b_x1"), num("b_y1"), num("b_x2"), num("b_y2")];
+      const on = u.indexOf("box") >= 0 && b.every((v) => v !== null);
+      box.classList.toggle("ph", !on);
+      if (on) {
+        box.setAttribute("x", Math.min(b[0], b[2])); box.setAttribute("y", Math.min(b[1], b[3]));
+        box.setAttribute("width", Math.abs(b[2] - b[0])); box.setAttribute("height", Math.abs(b[3] - b[1]));
+      }
+    }
+  }
+  function setBoxing(on) {
+    boxing = on;
+    if (svg) svg.classList.toggle("boxing", on);
+    const b = document.getElementById("box-draw");
+    if (b) b.classList.toggle("active", on);
+  }
+
+  if (editable) {
+    let drag = null;  // "point" | "end" | "box"
+    let start = null;
+    svg.addEventListener("pointerdown", (ev) => {
+      if (ev.button !== 0) return;
+      ev.preventDefault();
+      // Working on the picture leaves any text box, so the keyboard shortcuts (b, a, …) apply again.
+      if (document.activeElement && document.activeElement.blur) document.activeElement.blur();
+      const [x, y] = toImage(ev);
+      if (boxing) {
+        drag = "box"; start = [x, y];
+        ["b_x1", "b_y1", "b_x2", "b_y2"].forEach((n, i) => setValue(n, [x, y, x, y][i]));
+      } else if (end && !end.classList.contains("ph") && end.contains(ev.target)) {
+        drag = "end";
+      } else {
+        drag = "point";
+        if (uses().indexOf("point") >= 0) { setValue("a_x", x); setValue("a_y", y); }
+      }
+      svg.setPointerCapture(ev.pointerId);
+      refresh();
+    });
+    svg.addEventListener("pointermove", (ev) => {
+      if (!drag) return;
+      const [x, y] = toImage(ev);
+      if (drag === "box") {
+        setValue("b_x1", Math.min(start[0], x)); setValue("b_y1", Math.min(start[1], y));
+        setValue("b_x2", Math.max(start[0], x)); setValue("b_y2", Math.max(start[1], y));
+      } else if (drag === "end") {
+        setValue("a_x2", x); setValue("a_y2", y);
+      } else if (uses().indexOf("point") >= 0) {
+        setValue("a_x", x); setValue("a_y", y);
+      }
+      refresh();
+    });
+    const stop = () => { if (drag === "box") setBoxing(false); drag = null; };
+    svg.addEventListener("pointerup", stop);
+    svg.addEventListener("pointercancel", stop);
+    form.querySelectorAll("#action-editor input, #action-editor select").forEach((el) =>
+      el.addEventListener("input", () => { markChanged(el); refresh(); }));
+    if (typeSel) typeSel.addEventListener("change", () => {
+      markChanged(typeSel);
+      const u = uses();
+      // A pointed type needs a point: start it at the centre so there is something to drag.
+      if (u.indexOf("point") >= 0 && (num("a_x") === null || num("a_y") === null)) {
+        setValue("a_x", Math.round(W / 2)); setValue("a_y", Math.round(H / 2));
+      }
+      if (u.indexOf("end") >= 0 && (num("a_x2") === null || num("a_y2") === null) && num("a_x") !== null) {
+        setValue("a_x2", num("a_x")); setValue("a_y2", Math.round(Math.max(num("a_y") - H / 4, 0)));
+      }
+      refresh();
+    });
+    const drawBtn = document.getElementById("box-draw");
+    if (drawBtn) drawBtn.addEventListener("click", () => setBoxing(!boxing));
+    const clearBtn = document.getElementById("box-clear");
+    if (clearBtn) clearBtn.addEventListener("click", () => { ["b_x1", "b_y1", "b_x2", "b_y2"].forEach((n) => setValue(n, "")); refresh(); });
+    const reset = document.getElementById("action-reset");
+    if (reset) reset.addEventListener("click", () => {
+      form.querySelectorAll("#action-editor [data-orig]").forEach((el) => { el.value = el.dataset.orig; markChanged(el); });
+      refresh();
+    });
+    form.querySelectorAll("textarea[data-orig]").forEach((el) => el.addEventListener("input", () => markChanged(el)));
+    refresh();
+  }
+
+  // ------------------------------------------------------------------ keyboard
+  if (!form) {
+    document.addEventListener("keydown", (ev) => {
+      if (ev.key === "u" && undoForm && !ev.ctrlKey && !ev.metaKey && !ev.altKey) { ev.preventDefault(); undoForm.requestSubmit(); }
+    });
+    return;
+  }
   const panel = document.getElementById("reject-panel");
   const reason = form.querySelector("select[name=reason_code]");
   const help = document.getElementById("help");
@@ -14,38 +168,34 @@
     const b = button(verdict);
     if (b) form.requestSubmit(b);
   }
-  function startReject() {
-    rejecting = true;
-    panel.classList.add("active");
-    reason.focus();
-  }
-  function stopReject() {
-    rejecting = false;
-    panel.classList.remove("active");
-  }
-  function inText(el) {
-    return el && (el.tagName === "TEXTAREA" || el.tagName === "INPUT");
+  function startReject() { rejecting = true; panel.classList.add("active"); reason.focus(); }
+  function stopReject() { rejecting = false; panel.classList.remove("active"); }
+  function inText(el) { return el && (el.tagName === "TEXTAREA" || el.tagName === "INPUT" || el.tagName === "SELECT"); }
+  function focusEnd(ta) {
+    if (!ta) return;
+    ta.focus();
+    if (ta.setSelectionRange) ta.setSelectionRange(ta.value.length, ta.value.length);
   }
 
   form.querySelectorAll("textarea").forEach((ta) => ta.addEventListener("keydown", (ev) => {
     if (ev.key === "Enter" && (ev.ctrlKey || ev.metaKey)) { ev.preventDefault(); submit("edit"); }
   }));
-  // Enter in the comment box means "reject", never the form's first button (accept).
-  const comment = form.querySelector("input[name=comment]");
-  if (comment) comment.addEventListener("keydown", (ev) => {
-    if (ev.key === "Enter") { ev.preventDefault(); submit("reject"); }
-  });
+  // Enter in a one-line box never submits through the form's first button (accept) by accident.
+  form.querySelectorAll("input[type=text], input:not([type])").forEach((inp) => inp.addEventListener("keydown", (ev) => {
+    if (ev.key === "Enter") { ev.preventDefault(); if (ev.ctrlKey || ev.metaKey) submit("edit"); }
+  }));
   reason.addEventListener("change", () => panel.classList.add("active"));
 
   document.addEventListener("keydown", (ev) => {
     const el = document.activeElement;
     if (ev.key === "Escape") {
       if (el) el.blur();
-      stopReject();
+      stopReject(); setBoxing(false);
       if (help) help.hidden = true;
       return;
     }
-    if (ev.ctrlKey || ev.metaKey || ev.altKey || inText(el)) return;
+    if (ev.ctrlKey || ev.metaKey || ev.altKey) return;
+    if (inText(el) && !(rejecting && el === reason)) return;
     if (rejecting && /^[1-9]$/.test(ev.key)) {
       const idx = Number(ev.key);
       if (idx < reason.options.length) {
@@ -55,24 +205,24 @@
       }
       return;
     }
+    if (inText(el)) return;
     switch (ev.key) {
       case "a": ev.preventDefault(); submit("accept"); break;
       case "r": ev.preventDefault(); startReject(); break;
       case "e": ev.preventDefault(); focusEnd(form.querySelector("textarea[name=instruction]")); break;
       case "w": ev.preventDefault(); focusEnd(form.querySelector("textarea[name=reasoning]")); break;
-      case "s": {
-        const skip = document.querySelector("[data-testid=skip]");
-        if (skip) { ev.preventDefault(); window.location.assign(skip.href); }
+      case "t": {
+        ev.preventDefault();
+        const d = form.querySelector("details.task-edit");
+        if (d) d.open = true;
+        focusEnd(form.querySelector("textarea[name=task]"));
         break;
       }
+      case "b": if (editable) { ev.preventDefault(); setBoxing(!boxing); } break;
+      case "s": ev.preventDefault(); submit("skip"); break;
+      case "u": if (undoForm) { ev.preventDefault(); undoForm.requestSubmit(); } break;
       case "?": if (help) help.hidden = !help.hidden; break;
       default: break;
     }
   });
-
-  function focusEnd(ta) {
-    if (!ta) return;
-    ta.focus();
-    ta.setSelectionRange(ta.value.length, ta.value.length);
-  }
 })();
