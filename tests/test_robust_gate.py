@@ -30,14 +30,18 @@ def test_gate_keeps_every_good_row_of_a_version_with_a_corrupt_shard_and_a_bad_r
     assert out.name == "v0002"
     kept = sum(pq.ParquetFile(p).metadata.num_rows for p in (out / "data").glob("*.parquet"))
     assert kept == len(rows) - 1 == counts.kept  # the NaN row alone is refused; the odd id is fine data
-    rejects = pq.read_table(next((out / "rejects").glob("*.parquet"))).to_pylist()
+    # The gate's own rejects (the parent's automatic rejects are carried beside them, file for file).
+    rejects = pq.read_table(out / "rejects" / "human_gate-00000-of-00001.parquet").to_pylist()
     by_reason = {r["reason"]: r for r in rejects}
     assert set(by_reason) == {"invalid_record", "file_unreadable"}
     assert "difficulty" in by_reason["invalid_record"]["detail"]
     assert shards[1].name in by_reason["file_unreadable"]["record_id"]
     manifest = json.loads((out / "manifest.json").read_text())
     t = manifest["totals"]
-    assert t["samples_in"] == t["samples_kept"] + t["samples_rejected"] == len(rows) + 1
+    # The funnel runs from the first stage: the parent's automatic rejects, carried forward, count too.
+    carried = sum(r["rows"] for r in manifest["rejects"] if not r["file"].startswith("rejects/human_gate"))
+    assert carried == 1  # the fixture's bbox_check reject
+    assert t["samples_in"] == t["samples_kept"] + t["samples_rejected"] == len(rows) + 1 + carried
     assert good_in_second > 0  # the lost shard's rows are the one reject naming it, not silence
 
 
