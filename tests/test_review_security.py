@@ -132,12 +132,20 @@ def test_a_huge_body_is_refused_before_it_is_read(live):
     small = (f"POST /labels HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: application/x-www-form-urlencoded\r\n"
              "Content-Length: 14\r\n")
     assert raw(small, b"verdict=accept").startswith("HTTP/1.1 401")  # a small one without a session
-    # A chunked body announces nothing; it is cut off once it passes the limit.
+    # A chunked body announces nothing. With a forged session it is refused unread (401); with a real one
+    # the route reads it, and it is cut off once it passes the limit.
     chunk = b"a" * 16384
-    chunks = (b"%x\r\n" % len(chunk) + chunk + b"\r\n") * 8
+    chunks = (b"%x\r\n" % len(chunk) + chunk + b"\r\n") * 8 + b"0\r\n\r\n"
     head = (f"POST /labels HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: application/x-www-form-urlencoded\r\n"
-            "Transfer-Encoding: chunked\r\nCookie: tf_session=forged\r\n")
-    assert raw(head, chunks).startswith("HTTP/1.1 413")
+            "Transfer-Encoding: chunked\r\n")
+    assert raw(head + "Cookie: tf_session=forged\r\n", chunks).startswith("HTTP/1.1 401")
+    with httpx.Client(base_url=live, timeout=60) as c:
+        r = c.post("/login", data={"username": "alice", "password": PASSWORD, "csrf_token": login_form(c)},
+                   follow_redirects=False)
+        assert r.status_code == 303
+        cookie = c.cookies.get("tf_session")
+    assert cookie
+    assert raw(head + f"Cookie: tf_session={cookie}\r\n", chunks).startswith("HTTP/1.1 413")
     assert httpx.get(live + "/healthz").text == "ok"  # and the server is fine
 
 
