@@ -18,8 +18,8 @@ from review.dataset import open_dataset
 from review.db import make_engine
 from review.gate import GateError, apply_labels
 from review.labels import add_label
-from schemas import Action
-from schemas.recordio import iter_records
+from schemas import Action, BlobStore, Reject
+from schemas.recordio import iter_records, write_parquet
 from schemas.sample import sample_content_hash
 
 
@@ -217,4 +217,34 @@ def test_an_audit_reject_confirms_the_gate(tmp_path):
     assert audited.id not in _samples(out) and counts.audited == 1 and counts.restored == 0
     out, counts = apply_labels(version, engine, tmp_path / "majority", policy="majority")
     assert audited.id not in _samples(out)  # one of two is not a majority
+    engine.dispose()
+
+
+def test_restoring_one_step_of_a_trajectory_refused_whole(tmp_path):
+    """Curation refuses whole trajectories (the payload is the trajectory): an audit accept on one of its steps
+    restores that step; the reject row stays for the steps still refused, and restoring all of them drops it."""
+    version = rs.build_version(tmp_path / "dataset", n_traj=1, n_steps=2)
+    store = BlobStore(tmp_path / "dataset" / "blobs")
+    traj = rs.trajectory(store, 42, 3)
+    write_parquet([Reject(record_id=traj.id, stage="dedupe", reason="detour", detail="a shorter route exists",
+                          payload=traj.model_dump_json())], version / "rejects" / "dedupe.parquet", "reject")
+    ds = open_dataset(version)
+    steps = sorted((r for r in ds.rejected.values() if r.trajectory_id == traj.id), key=lambda r: r.step_index)
+    assert [r.step_index for r in steps] == [0, 1, 2] and {r.reject_reason for r in steps} == {"detour"}
+    engine = make_engine(f"sqlite:///{tmp_path / 'labels.sqlite'}")
+    with Session(engine) as db:
+        alice_id = add_annotator(db, "alice", "password-alice").id
+        add_label(db, annotator_id=alice_id, sample_id=steps[1].id, content_hash=steps[1].content_hash,
+                  verdict="accept", comment="this step is fine on its own")
+    out, counts = apply_labels(version, engine, tmp_path / "one")
+    assert counts.restored == 1 and steps[1].id in _samples(out) and steps[0].id not in _samples(out)
+    carried = {r["file"]: r["rows"] for r in json.loads((out / "manifest.json").read_text())["rejects"]}
+    assert carried["rejects/dedupe.parquet"] == 1  # the other two steps are still refused with their trajectory
+    with Session(engine) as db:
+        for r in (steps[0], steps[2]):
+            add_label(db, annotator_id=alice_id, sample_id=r.id, content_hash=r.content_hash, verdict="accept")
+    out, counts = apply_labels(version, engine, tmp_path / "all")
+    assert counts.restored == 3 and all(r.id in _samples(out) for r in steps)
+    carried = {r["file"]: r["rows"] for r in json.loads((out / "manifest.json").read_text())["rejects"]}
+    assert carried["rejects/dedupe.parquet"] == 0
     engine.dispose()
