@@ -48,12 +48,12 @@ from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session
 
 from pipelines.curation.dataset import clean_stale_staging, new_staging, publish
+from pipelines.curation.manifest import _distributions
 from review.dataset import DatasetError, DatasetVersion, SampleRef, open_dataset
 from review.db import Label, Verdict
 from review.edits import apply as apply_edits
 from review.labels import LabelView, current_verdicts, iter_labels
 from schemas import Action, Reject, Sample
-from schemas.action import full_type_of
 from schemas.arrow import from_row
 from schemas.errors import RecordValidationError
 from schemas.jsontext import printable_json, valid_text
@@ -229,20 +229,21 @@ def apply_labels(
         staging = out.parent / f".{out.name}.partial-{uuid.uuid4().hex[:8]}"
         staging.mkdir(parents=True)
     try:
-        dist = _Distributions()
-        files, rejects = _write_shards(ds.data_files, staging, plan, counts, dist, progress)
+        files, rejects = _write_shards(ds.data_files, staging, plan, counts, progress)
         for path, why in ds.unreadable_files:  # a corrupt shard is one reject naming it; the others went on
             counts.input += 1
             counts.invalid += 1
             rejects.append(Reject(record_id=f"<file {path.name}>", stage=STAGE, reason="file_unreadable",
                                   detail=f"{path.name} cannot be read: {why}"[:2000]))
-        files += _write_restored(ds, staging, plan, counts, dist)
+        files += _write_restored(ds, staging, plan, counts)
         reject_files = _carry_rejects(ds, staging, set(restores), counts)
         if rejects:
             rpath = staging / REJECTS_DIR / shard_name(STAGE, 0, 1)
             write_parquet(rejects, rpath, "reject")
             reject_files.append({"file": f"{REJECTS_DIR}/{rpath.name}", "rows": len(rejects),
                                  "sha256": file_sha256(rpath)})
+        # The card's distributions, counted as curation counts them (one home: pipelines.curation.manifest).
+        dist = _distributions([staging / f["file"] for f in files])
         manifest = _manifest(data_dir, ds, engine, snapshot, annotators, policy, counts, files, reject_files, dist)
         embedded = _embedded(staging, files)
         if check_expectations and (data_dir / "expectations.json").is_file():
@@ -308,29 +309,7 @@ def _history_text(ref: SampleRef, d: Decision) -> str | None:
     return None
 
 
-class _Distributions:
-    """The card's distributions, counted from the samples as they are written (no second read of the shards)."""
-
-    def __init__(self) -> None:
-        self.counts: dict[str, Counter] = {k: Counter() for k in ("action_type", "step_index", "app_id", "language",
-                                                                    "platform", "lineage_source")}
-
-    def add(self, s: Sample) -> None:
-        c = self.counts
-        c["action_type"][full_type_of(s.action.model_dump())] += 1
-        c["step_index"][str(s.step_index)] += 1
-        c["app_id"][s.app_id] += 1
-        c["language"][s.language] += 1
-        c["platform"][s.platform] += 1
-        c["lineage_source"][s.lineage.source] += 1
-
-    def as_dict(self) -> dict[str, dict[str, int]]:
-        out = {k: dict(sorted(v.items())) for k, v in self.counts.items()}
-        out["step_index"] = dict(sorted(self.counts["step_index"].items(), key=lambda kv: int(kv[0])))
-        return out
-
-
-def _write_shards(files: list[Path], staging: Path, plan: _Plan, counts: GateCounts, dist: _Distributions,
+def _write_shards(files: list[Path], staging: Path, plan: _Plan, counts: GateCounts,
                   progress: bool) -> tuple[list[dict], list[Reject]]:
     rejects: list[Reject] = []
     written: list[dict] = []
@@ -385,7 +364,6 @@ def _write_shards(files: list[Path], staging: Path, plan: _Plan, counts: GateCou
             else:
                 counts.accepted += 1
             counts.adjudicated += bool(d is not None and d.adjudicated)
-            dist.add(updated)
             kept.append(updated)
         # Every input shard yields one output shard of the same name (possibly empty), so "-of-N" names hold.
         target = staging / DATA_DIR / path.name
@@ -397,8 +375,7 @@ def _write_shards(files: list[Path], staging: Path, plan: _Plan, counts: GateCou
     return written, rejects
 
 
-def _write_restored(ds: DatasetVersion, staging: Path, plan: _Plan, counts: GateCounts,
-                    dist: _Distributions) -> list[dict]:
+def _write_restored(ds: DatasetVersion, staging: Path, plan: _Plan, counts: GateCounts) -> list[dict]:
     """Audited automatic rejects whose gate was wrong, back into the data (with their edits) as one shard."""
     restored: list[Sample] = []
     for sid in sorted(plan.restores):
@@ -415,7 +392,6 @@ def _write_restored(ds: DatasetVersion, staging: Path, plan: _Plan, counts: Gate
         counts.restored_from[f"{ref.reject_stage}:{ref.reject_reason}"] += 1
         counts.adjudicated += d.adjudicated
         restored.append(_updated(sample, d, plan, counts))
-        dist.add(restored[-1])
     if not restored:
         return []
     target = staging / DATA_DIR / shard_name(RESTORED_PREFIX, 0, 1)
@@ -533,7 +509,8 @@ def _move_current(data_dir: Path, out: Path) -> None:
 
 
 def _manifest(data_dir: Path, ds: DatasetVersion, engine: Engine, snapshot: int, annotators: list[str], policy: str,
-              counts: GateCounts, shards: list[dict], rejects: list[dict], dist: _Distributions) -> dict[str, Any]:
+              counts: GateCounts, shards: list[dict], rejects: list[dict],
+              dist: dict[str, dict[str, int]]) -> dict[str, Any]:
     """Curation's manifest shape (totals, stages, distributions, shards, rejects, lineage, config), continuing
     the parent's funnel, so the dataset card, the nightly report and readers treat both alike."""
     parent: dict[str, Any] = ds.manifest if isinstance(ds.manifest, dict) else {}
@@ -556,6 +533,7 @@ def _manifest(data_dir: Path, ds: DatasetVersion, engine: Engine, snapshot: int,
     return {
         "schema_version": SCHEMA_VERSION,
         "kind": "sample",
+        **({"unit": parent["unit"]} if "unit" in parent else {}),
         "pipeline_version": PIPELINE_VERSION,
         "totals": {
             "records_in": int(pt.get("records_in", samples_in)),
@@ -572,7 +550,7 @@ def _manifest(data_dir: Path, ds: DatasetVersion, engine: Engine, snapshot: int,
                            "restored": counts.restored, "carried_rejects": counts.carried_rejects},
         },
         "stages": [*parent_stages, stage],
-        "distributions": dist.as_dict(),
+        "distributions": dist,
         "shards": shards,
         "rejects": rejects,
         "content_fingerprint": hashlib.sha256("".join(s["sha256"] for s in shards).encode()).hexdigest(),
