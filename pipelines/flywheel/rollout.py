@@ -20,7 +20,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from schemas import Action, BlobStore, Observation, Trajectory
+from schemas import Action, ActionType, BlobStore, Observation, Trajectory
 from schemas.base import stable_id
 
 
@@ -190,7 +190,7 @@ class ModelPolicy:
 
         sample = Sample(id=f"{ref.id}:live", trajectory_id=ref.id, step_index=0, num_steps=1, task=ref.task.instruction,
                         app_id=ref.app_id, screenshot_sha256=obs.screenshot_sha256, image_width=obs.width,
-                        image_height=obs.height, image=screen.screenshot, action=Action(type="wait"),
+                        image_height=obs.height, image=screen.screenshot, action=Action(type=ActionType.WAIT),
                         history=history)
         r = self.renderer.render(sample)[0]
         ids = self.torch.tensor([self.tok(r.prompt, add_special_tokens=False)["input_ids"]])

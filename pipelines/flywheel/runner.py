@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -113,7 +114,7 @@ def _goal_state(t: Trajectory, locator: Locator) -> str | None:
     return goal.state or locator.state_of_obs.get(goal.observation_id)
 
 
-def _steps(live: list[LiveStep], ref: Trajectory, next_ids: list[str | None]) -> list[Step]:
+def _steps(live: list[LiveStep], ref: Trajectory, next_ids: Sequence[str | None]) -> list[Step]:
     out = []
     for i, ls in enumerate(live):
         r = ref.steps[i] if ls.replayed and i < len(ref.steps) else None

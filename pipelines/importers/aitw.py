@@ -40,7 +40,7 @@ from pipelines.importers.convention import Coords, to_pixels
 from pipelines.importers.images import is_encoded, store_image, store_raw_pixels
 from pipelines.importers.sources import grouped_across
 from pipelines.importers.tfrecord import Features
-from schemas import Action, BBox, Element, Trajectory
+from schemas import Action, ActionType, BBox, Element, Trajectory
 
 TYPE, DUAL_POINT, BACK, HOME, ENTER, COMPLETE, IMPOSSIBLE = 3, 4, 5, 6, 7, 10, 11
 TAP_DISTANCE = 0.04
@@ -114,22 +114,22 @@ def parse_action(row: dict[str, Any], w: int, h: int, elements: list[Element], w
         x2, y2 = to_pixels(lx, ly, w, h, Coords.UNIT, f"{where} results/yx_lift (y, x)")
         if math.hypot(float(ly) - float(ty), float(lx) - float(tx)) <= TAP_DISTANCE:
             target = _target(elements, x, y)
-            return Action(type="click", x=x, y=y, image_width=w, image_height=h,
+            return Action(type=ActionType.CLICK, x=x, y=y, image_width=w, image_height=h,
                           target_element_id=target.id if target else None,
                           target_bbox=target.bbox if target else None)
-        return Action(type="swipe", x=x, y=y, x2=x2, y2=y2, image_width=w, image_height=h)
+        return Action(type=ActionType.SWIPE, x=x, y=y, x2=x2, y2=y2, image_width=w, image_height=h)
     if code == TYPE:
-        return Action(type="type", text=require(row, "results/type_action", where))
+        return Action(type=ActionType.TYPE, text=require(row, "results/type_action", where))
     if code == BACK:
-        return Action(type="navigate_back")
+        return Action(type=ActionType.NAVIGATE_BACK)
     if code == HOME:
-        return Action(type="navigate_home")
+        return Action(type=ActionType.NAVIGATE_HOME)
     if code == ENTER:
-        return Action(type="key", key="enter")
+        return Action(type=ActionType.KEY, key="enter")
     if code == COMPLETE:
-        return Action(type="done", text="success")
+        return Action(type=ActionType.DONE, text="success")
     if code == IMPOSSIBLE:
-        return Action(type="done", text="infeasible")
+        return Action(type=ActionType.DONE, text="infeasible")
     raise Bad(UNKNOWN_ACTION, f"{where}: unknown results/action_type {code}")
 
 

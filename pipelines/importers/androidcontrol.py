@@ -31,9 +31,11 @@ from pipelines.importers.convention import Coords, to_pixels
 from pipelines.importers.images import store_image
 from pipelines.importers.sources import single_records
 from pipelines.importers.tfrecord import Features
-from schemas import Action, Trajectory
+from schemas import Action, ActionType, Trajectory
 
-SIMPLE = {"navigate_home": "navigate_home", "navigate_back": "navigate_back", "wait": "wait"}
+SIMPLE: dict[str, ActionType] = {
+    "navigate_home": ActionType.NAVIGATE_HOME, "navigate_back": ActionType.NAVIGATE_BACK, "wait": ActionType.WAIT,
+}
 
 
 def tf_row(f: Features) -> dict[str, Any]:
@@ -65,16 +67,16 @@ def parse_action(raw: Any, w: int, h: int, where: str) -> Action:
         direction = require(raw, "direction", where)
         if raw.get("x") is not None and raw.get("y") is not None:
             x, y = to_pixels(raw["x"], raw["y"], w, h, Coords.PIXELS, where)
-            return Action(type="scroll", direction=direction, x=x, y=y, image_width=w, image_height=h)
-        return Action(type="scroll", direction=direction)
+            return Action(type=ActionType.SCROLL, direction=direction, x=x, y=y, image_width=w, image_height=h)
+        return Action(type=ActionType.SCROLL, direction=direction)
     if kind in ("input_text", "type"):
         text = require(raw, "text", where)
         if raw.get("x") is not None and raw.get("y") is not None:
             x, y = to_pixels(raw["x"], raw["y"], w, h, Coords.PIXELS, where)
-            return Action(type="type", text=text, x=x, y=y, image_width=w, image_height=h)
-        return Action(type="type", text=text)
+            return Action(type=ActionType.TYPE, text=text, x=x, y=y, image_width=w, image_height=h)
+        return Action(type=ActionType.TYPE, text=text)
     if kind == "open_app":
-        return Action(type="open_app", app=require(raw, "app_name", where))
+        return Action(type=ActionType.OPEN_APP, app=require(raw, "app_name", where))
     if kind in SIMPLE:
         return Action(type=SIMPLE[kind])
     raise Bad(UNKNOWN_ACTION, f"{where}: unknown action_type {kind!r}")

@@ -88,11 +88,15 @@ class ImportContext:
 
 
 class Importer(ABC):
-    """One public format. Subclasses set ``name``/``platform`` and implement ``records`` and ``convert``."""
+    """One public format. Subclasses set ``name``/``platform`` and implement ``records`` and ``convert``.
 
-    name: ClassVar[str]
+    ``name`` and ``description`` are instance attributes (usually set on the class): one class may serve several
+    formats, as ``ConversationImporter`` does for GUI-Libra and AGUVIS, each instance naming its own.
+    """
+
+    name: str
     platform: ClassVar[str]
-    description: ClassVar[str] = ""
+    description: str = ""
 
     @abstractmethod
     def records(self, path: Path, ctx: ImportContext) -> Iterator[SourceRecord]:
@@ -117,6 +121,13 @@ def require(data: dict[str, Any], key: str, where: str) -> Any:
     return value
 
 
+def _step_index(row: dict[str, Any], key: str) -> int:
+    value = row.get(key)
+    if value is None:
+        raise TypeError(f"{key} is missing")
+    return int(value)
+
+
 def ordered_steps(rows: list[dict[str, Any]], index_key: str, where: str,
                   expected: int | None = None) -> list[dict[str, Any]]:
     """Step rows sorted by their integer ``index_key``, which must run 0..n-1 with no gap or repeat.
@@ -125,7 +136,7 @@ def ordered_steps(rows: list[dict[str, Any]], index_key: str, where: str,
     step would teach an impossible transition, so the episode is refused rather than stitched together.
     """
     try:
-        rows = sorted(rows, key=lambda r: int(r.get(index_key)))
+        rows = sorted(rows, key=lambda r: _step_index(r, index_key))
     except (TypeError, ValueError):
         raise Bad(BAD_VALUE, f"{where}: a {index_key} is missing or not an integer") from None
     ids = [int(r[index_key]) for r in rows]

@@ -29,20 +29,22 @@ def observation(
     location: str = "",
     raw_tree_sha256: str | None = None,
 ) -> Observation:
-    return Observation(
-        id=stable_id("import-obs", ctx.fmt, key),
-        screenshot_sha256=img.sha256,
-        width=img.width,
-        height=img.height,
-        device=DeviceProfile(name=ctx.fmt, width=img.width, height=img.height,
-                             kind=KIND_OF_PLATFORM.get(platform, "phone")),
-        platform=platform,
-        app_id=app_id or "unknown",
-        location=location,
-        elements=list(elements),
-        raw_tree_sha256=raw_tree_sha256,
-        timestamp=UNKNOWN_TIME,
-    )
+    # ``platform`` is the source's own text (a sample's field, ``--platform``): validating the mapping lets the
+    # model turn it into a ``Platform``, or refuse it with an error naming the field.
+    return Observation.model_validate({
+        "id": stable_id("import-obs", ctx.fmt, key),
+        "screenshot_sha256": img.sha256,
+        "width": img.width,
+        "height": img.height,
+        "device": DeviceProfile(name=ctx.fmt, width=img.width, height=img.height,
+                                kind=KIND_OF_PLATFORM.get(platform, "phone")),
+        "platform": platform,
+        "app_id": app_id or "unknown",
+        "location": location,
+        "elements": list(elements),
+        "raw_tree_sha256": raw_tree_sha256,
+        "timestamp": UNKNOWN_TIME,
+    })
 
 
 def step(

@@ -33,9 +33,9 @@ from pipelines.importers.base import (
 from pipelines.importers.convention import check_bbox
 from pipelines.importers.images import store_image
 from pipelines.importers.sources import grouped_across
-from schemas import Action, BBox, Element, Trajectory
+from schemas import Action, ActionType, BBox, Element, Trajectory
 
-OPS = {"CLICK": "click", "TYPE": "type", "SELECT": "select"}
+OPS: dict[str, ActionType] = {"CLICK": ActionType.CLICK, "TYPE": ActionType.TYPE, "SELECT": ActionType.SELECT}
 
 
 def _json(value: Any, where: str) -> Any:
@@ -101,9 +101,9 @@ class Mind2WebImporter(Importer):
             kind = OPS.get(str(require(op, "op", sw)).upper())
             original = str(op.get("original_op") or "").upper()
             if kind == "click" and original == "HOVER":
-                kind = "hover"  # recorded as a click, but the annotator only moved the pointer there
+                kind = ActionType.HOVER  # recorded as a click, but the annotator only moved the pointer there
             elif original == "ENTER":
-                kind = "key"  # the annotator pressed Enter in the element (submitting a search, a form)
+                kind = ActionType.KEY  # the annotator pressed Enter in the element (submitting a search, a form)
             if kind is None:
                 raise Bad(UNKNOWN_ACTION, f"{sw}: unknown operation {op.get('op')!r}")
             img = store_image(require(row, "screenshot", sw), ctx, f"{sw} screenshot")
@@ -111,7 +111,7 @@ class Mind2WebImporter(Importer):
             x, y = target.bbox.center
             text = str(op.get("value") or "") if kind in ("type", "select") else None
             if kind == "key":  # no pointer moves: the key goes to the element, which stays the target
-                action = Action(type="key", key="enter", target_element_id=target.id, target_bbox=target.bbox)
+                action = Action(type=ActionType.KEY, key="enter", target_element_id=target.id, target_bbox=target.bbox)
             else:
                 action = Action(type=kind, x=x, y=y, image_width=img.width, image_height=img.height, text=text,
                                 target_element_id=target.id, target_bbox=target.bbox)

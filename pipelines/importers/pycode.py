@@ -19,8 +19,8 @@ from typing import Any
 
 from pipelines.importers.base import BAD_VALUE, UNKNOWN_ACTION, UNPARSEABLE_CODE, UNSUPPORTED_ACTION, Bad
 from pipelines.importers.convention import Coords, to_pixels
-from schemas import Action
-from schemas.action import MAX_CLICKS
+from schemas import Action, ActionType
+from schemas.action import MAX_CLICKS, MouseButton
 
 # Half a gesture: a button held or released on its own has no single-step meaning. Refusing beats mislabelling.
 UNSUPPORTED = {"mousedown", "mouseup"}
@@ -31,7 +31,10 @@ CLICK_CALLS: dict[str, tuple[str | None, int | None]] = {
     "doubleclick": (None, 2), "tripleclick": (None, 3), "rightclick": ("right", None), "middleclick": ("middle", None),
 }
 # pyautogui also names the buttons by role (primary / secondary, which follow a swapped-buttons setting).
-BUTTONS = {"left": "left", "right": "right", "middle": "middle", "primary": "left", "secondary": "right"}
+BUTTONS: dict[str, MouseButton] = {
+    "left": MouseButton.LEFT, "right": MouseButton.RIGHT, "middle": MouseButton.MIDDLE,
+    "primary": MouseButton.LEFT, "secondary": MouseButton.RIGHT,
+}
 
 
 @dataclass
@@ -102,7 +105,7 @@ MOBILE = {"android", "ios"}
 
 
 def _drag(start: dict[str, Any], end: dict[str, Any], w: int, h: int, platform: str) -> Action:
-    kind = "swipe" if platform in MOBILE else "drag"
+    kind = ActionType.SWIPE if platform in MOBILE else ActionType.DRAG
     return Action(type=kind, x=start["x"], y=start["y"], x2=end["x"], y2=end["y"], image_width=w, image_height=h)
 
 
@@ -123,15 +126,15 @@ def _single(call: Call, w: int, h: int, coords: Coords, where: str, platform: st
         pt = _point(call, w, h, coords, where)
         if not pt:
             raise Bad(UNPARSEABLE_CODE, f"{where}: moveTo without a point")
-        return Action(type="hover", **pt)
+        return Action(type=ActionType.HOVER, **pt)
     if n == "long_press":
-        return Action(type="long_press", **_point(call, w, h, coords, where))
+        return Action(type=ActionType.LONG_PRESS, **_point(call, w, h, coords, where))
     if n in ("write", "typewrite", "type", "input_text"):
-        return Action(type="type", text=str(call.arg(0, "message", "text", "content") or ""))
+        return Action(type=ActionType.TYPE, text=str(call.arg(0, "message", "text", "content") or ""))
     if n in ("press", "keydown"):
-        return Action(type="key", key=_keys(call))
+        return Action(type=ActionType.KEY, key=_keys(call))
     if n == "hotkey":
-        return Action(type="key", key=_keys(call))
+        return Action(type=ActionType.KEY, key=_keys(call))
     if n in ("scroll", "vscroll", "hscroll"):
         amount = call.arg(0, "clicks", "amount", "page")
         try:
@@ -141,7 +144,7 @@ def _single(call: Call, w: int, h: int, coords: Coords, where: str, platform: st
         # pyautogui: a positive amount scrolls up (or right, for hscroll).
         direction = ("right" if value > 0 else "left") if n == "hscroll" else ("up" if value > 0 else "down")
         pt = _point(Call(n, call.args[1:], call.kwargs), w, h, coords, where)
-        return Action(type="scroll", direction=direction, **pt)
+        return Action(type=ActionType.SCROLL, direction=direction, **pt)
     if n == "dragto" and call.arg(0, "from_coord") is not None and not isinstance(call.arg(0, "x"), int | float):
         start = _coord_pair(call.arg(0, "from_coord"), w, h, coords, where)
         end = _coord_pair(call.arg(1, "to_coord"), w, h, coords, where)
@@ -153,22 +156,23 @@ def _single(call: Call, w: int, h: int, coords: Coords, where: str, platform: st
         if start is not None and end is not None:
             x, y = to_pixels(start[0], start[1], w, h, coords, where)
             x2, y2 = to_pixels(end[0], end[1], w, h, coords, where)
-            return Action(type="swipe", x=x, y=y, x2=x2, y2=y2, image_width=w, image_height=h)
-        return Action(type="swipe", direction=call.arg(0, "direction"))
+            return Action(type=ActionType.SWIPE, x=x, y=y, x2=x2, y2=y2, image_width=w, image_height=h)
+        return Action(type=ActionType.SWIPE, direction=call.arg(0, "direction"))
     if n in ("terminate", "done", "finish"):
-        return Action(type="done", text=str(call.arg(0, "status", "answer") or "success"))
+        return Action(type=ActionType.DONE, text=str(call.arg(0, "status", "answer") or "success"))
     if n in ("wait", "sleep"):
-        return Action(type="wait")
+        return Action(type=ActionType.WAIT)
     if n in ("back", "navigate_back"):
-        return Action(type="navigate_back")
+        return Action(type=ActionType.NAVIGATE_BACK)
     if n in ("home", "navigate_home"):
-        return Action(type="navigate_home")
+        return Action(type=ActionType.NAVIGATE_HOME)
     if n in ("open_app", "launch_app"):
-        return Action(type="open_app", app=str(call.arg(0, "app_name", "name", "app") or ""))
+        return Action(type=ActionType.OPEN_APP, app=str(call.arg(0, "app_name", "name", "app") or ""))
     if n == "answer":
-        return Action(type="answer", text=str(call.arg(0, "text", "answer") or ""))
+        return Action(type=ActionType.ANSWER, text=str(call.arg(0, "text", "answer") or ""))
     if n in ("select_option", "select"):
-        return Action(type="select", text=str(call.arg(2, "value", "text") or ""), **_point(call, w, h, coords, where))
+        return Action(type=ActionType.SELECT, text=str(call.arg(2, "value", "text") or ""),
+                      **_point(call, w, h, coords, where))
     raise Bad(UNKNOWN_ACTION, f"{where}: unknown call {call.name!r}")
 
 
@@ -194,7 +198,7 @@ def _click(call: Call, point: dict[str, Any], where: str) -> Action:
         raise Bad(BAD_VALUE, f"{where}: clicks={clicks!r} is not a positive integer")
     if clicks > MAX_CLICKS:
         raise Bad(UNSUPPORTED_ACTION, f"{where}: {clicks} clicks in a row (the action space stops at {MAX_CLICKS})")
-    return Action(type="click", button=button, clicks=clicks, **point)
+    return Action(type=ActionType.CLICK, button=button, clicks=clicks, **point)
 
 
 WRITES = ("write", "typewrite", "type")
@@ -229,14 +233,14 @@ def code_to_action(code: str, width: int, height: int, coords: Coords, where: st
         scroll = _single(calls[1], w, h, coords, where, platform)
         if not point or scroll.point is not None:
             raise Bad(UNPARSEABLE_CODE, f"{where}: moveTo + {calls[1].name} needs exactly one point")
-        return Action(type="scroll", direction=scroll.direction, **point)
+        return Action(type=ActionType.SCROLL, direction=scroll.direction, **point)
     submit = len(calls) >= 2 and _is_enter(calls[-1])
     body = calls[:-1] if submit else calls
     body_names = [c.name for c in body]
     if len(body) == 2 and body_names[0] in ("click", "tap") and body_names[1] in WRITES:
         pt = _point(body[0], w, h, coords, where)
         text = str(body[1].arg(0, "message", "text") or "")
-        return Action(type="type", text=text + ("\n" if submit else ""), **pt)
+        return Action(type=ActionType.TYPE, text=text + ("\n" if submit else ""), **pt)
     if submit and len(body) == 1 and body_names[0] in WRITES:
-        return Action(type="type", text=str(body[0].arg(0, "message", "text") or "") + "\n")
+        return Action(type=ActionType.TYPE, text=str(body[0].arg(0, "message", "text") or "") + "\n")
     raise Bad(UNSUPPORTED_ACTION, f"{where}: several actions in one step: {', '.join(names)}")

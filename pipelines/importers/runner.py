@@ -22,6 +22,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -234,8 +235,7 @@ def run_import(
         else:
             for path in paths:
                 fctx = ctx.with_source(path)
-                _each(lambda p=path, c=fctx: importer.records(p, c), lambda rec, c=fctx: handle(rec, c), path.name,
-                      reject)
+                _each(partial(importer.records, path, fctx), partial(handle, fctx=fctx), path.name, reject)
         if summary.imported + summary.total_rejected == 0 and not allow_empty:
             raise EmptyInput(f"no source records in {', '.join(p.name for p in paths)} (pass --allow-empty to "
                              "accept an empty import)")
