@@ -249,9 +249,10 @@ class Action(Record):
 
     def point_in_target(self, strict: bool = False) -> bool | None:
         """Whether the point lies in the target box; None when either is unknown."""
-        if self.target_bbox is None or self.point is None:
+        point = self.point
+        if self.target_bbox is None or point is None:
             return None
-        return self.target_bbox.contains(self.x, self.y, strict=strict)
+        return self.target_bbox.contains(*point, strict=strict)
 
     @property
     def full_type(self) -> str:

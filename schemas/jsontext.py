@@ -241,9 +241,9 @@ def iter_array(f: IO[bytes], max_depth: int = MAX_DEPTH, max_item_chars: int = M
         raw = buf.text[start:end]
         buf.pos = end
         expect_value = False
-        problem = tree_problem(value, max_depth)
-        if problem is not None:
-            yield ArrayItem(n, error=f"{problem[0]}: {problem[1]}", raw=valid_text(raw[:100_000]))
+        bad = tree_problem(value, max_depth)
+        if bad is not None:
+            yield ArrayItem(n, error=f"{bad[0]}: {bad[1]}", raw=valid_text(raw[:100_000]))
         else:
             yield ArrayItem(n, value=value, raw=raw)
 

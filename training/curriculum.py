@@ -20,6 +20,7 @@ import logging
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TypedDict
 
 from schemas import Sample
 
@@ -50,6 +51,13 @@ def task_difficulties(by_task: Mapping[str, Sequence[Sample]]) -> dict[str, floa
         log.warning("%d of %d tasks have no curated difficulty (shards not curated by trajforge curate); they are "
                     "weighted as %.1f", missing, len(out), UNKNOWN_DIFFICULTY)
     return out
+
+
+class CurriculumState(TypedDict, total=False):
+    """What a checkpoint keeps of the sampler (a checkpoint from before a key existed lacks it)."""
+
+    rates: dict[str, float]
+    draws: int
 
 
 @dataclass
@@ -99,12 +107,12 @@ class CurriculumSampler:
         weights = [0.1 + tasks[t] for t in pool]
         return rng.choices(pool, weights=weights, k=k)
 
-    def state(self) -> dict[str, object]:
+    def state(self) -> CurriculumState:
         return {"rates": dict(self.rates), "draws": self.draws}
 
-    def load(self, state: dict[str, object]) -> None:
-        self.rates = dict(state.get("rates", {}))  # type: ignore[arg-type]
-        self.draws = int(state.get("draws", 0))  # type: ignore[arg-type]
+    def load(self, state: CurriculumState) -> None:
+        self.rates = dict(state.get("rates", {}))
+        self.draws = int(state.get("draws", 0))
 
 
 def backward_window(num_steps: int, progress: float) -> int:

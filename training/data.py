@@ -393,9 +393,9 @@ def collate(items: list[Example | Rejected | Excluded], pad_id: int, image_token
     ex = [i for i in items if isinstance(i, Example)]
     rejects = [i.reject for i in items if isinstance(i, Rejected)]
     excluded: dict[str, int] = {}
-    for i in items:
-        if isinstance(i, Excluded):
-            excluded[i.reason] = excluded.get(i.reason, 0) + 1
+    for item in items:
+        if isinstance(item, Excluded):
+            excluded[item.reason] = excluded.get(item.reason, 0) + 1
     if not ex:
         return Batch({}, rejects, [], len(items), excluded)
     n = max(len(e.input_ids) for e in ex)

@@ -31,17 +31,18 @@ from typing import Any
 import torch
 from tqdm.auto import tqdm
 
+from schemas import Sample
 from training.config import TrainConfig
 from training.data import Rendered, Renderer, ShardStream, exclusion, shard_files
 from training.loop import Setup, save, save_final, setup
 from training.metrics import RejectsLog
 
 
-def load_pool(cfg: TrainConfig, files: list[Path], rejects: RejectsLog | None, limit: int) -> list[Any]:
+def load_pool(cfg: TrainConfig, files: list[Path], rejects: RejectsLog | None, limit: int) -> list[Sample]:
     """The prompt pool: up to ``limit`` validated samples (GRPO needs random access, so the pool is bounded)."""
     from training.data import Rejected
 
-    pool = []
+    pool: list[Sample] = []
     excluded: Counter[str] = Counter()
     for item in ShardStream(files, cfg.data.batch_rows, 0, cfg.data.seed):
         if isinstance(item, Rejected):
@@ -137,8 +138,11 @@ class Rollouts:
                                dtype=torch.float32)
         rewards = torch.nan_to_num(rewards, nan=0.0)
         adv, _ = group_advantages(rewards, g.num_generations, sngs=g.sngs)
-        return Group(task, ro, rewards, adv.to(s.device), self.accuracy(None, ro.texts, **cols),
-                     self.format(None, ro.texts, **cols))
+        # Reward functions may answer None ("no score", TRL's convention); these two never do, and None would
+        # count as 0 as it does in the composite rewards.
+        accuracy = [float(a or 0.0) for a in self.accuracy(None, ro.texts, **cols)]
+        fmt = [float(f or 0.0) for f in self.format(None, ro.texts, **cols)]
+        return Group(task, ro, rewards, adv.to(s.device), accuracy, fmt)
 
 
 def train_grpo(cfg: TrainConfig, data: Path, model_path: Path, out: Path, resume: bool = True,

@@ -186,8 +186,10 @@ def grpo_loss(
         pg3 = -adv * o.clip_ratio_c
         dual = (adv < 0) & (per_token > pg3)
         per_token = torch.where(adv < 0, torch.min(per_token, pg3), per_token)
-    use_kl = ref_logp is not None and o.kl_coef != 0.0
-    kl = kl_penalty(logp, ref_logp, o.kl_estimator) if use_kl else torch.zeros_like(per_token)
+    if ref_logp is not None and o.kl_coef != 0.0:
+        kl = kl_penalty(logp, ref_logp, o.kl_estimator)
+    else:
+        kl = torch.zeros_like(per_token)
     total = per_token + o.kl_coef * kl
     loss = (total * w).sum()
     with torch.no_grad():

@@ -15,9 +15,12 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from schemas import Reject
+
+if TYPE_CHECKING:  # torch's tensorboard writer is optional at run time (imported where it is used)
+    from torch.utils.tensorboard import SummaryWriter
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +35,7 @@ class MetricsLog:
                 if line.strip() and json.loads(line).get("step", 0) <= resume_step:
                     kept.append(line)
         self.path.write_text("".join(k + "\n" for k in kept), encoding="utf-8")
-        self.tb = None
+        self.tb: SummaryWriter | None = None
         if tensorboard:
             try:
                 from torch.utils.tensorboard import SummaryWriter
@@ -45,19 +48,20 @@ class MetricsLog:
                 self.tb = SummaryWriter(str(tb_dir))
                 for line in kept:
                     rec = json.loads(line)
-                    self._scalars(rec.pop("step"), rec)
+                    self._scalars(self.tb, rec.pop("step"), rec)
 
     def log(self, step: int, values: dict[str, Any]) -> None:
         with self.path.open("a", encoding="utf-8") as f:
             f.write(json.dumps({"step": step, **values}) + "\n")
         if self.tb is not None:
-            self._scalars(step, values)
+            self._scalars(self.tb, step, values)
             self.tb.flush()  # so a live TensorBoard (and a killed run) sees every logged step
 
-    def _scalars(self, step: int, values: dict[str, Any]) -> None:
+    @staticmethod
+    def _scalars(tb: SummaryWriter, step: int, values: dict[str, Any]) -> None:
         for k, v in values.items():
             if isinstance(v, int | float):
-                self.tb.add_scalar(k, v, step)
+                tb.add_scalar(k, v, step)
 
     def close(self) -> None:
         if self.tb is not None:

@@ -121,14 +121,15 @@ def action_matches(pred: Action, gold: Action) -> bool:
     if pred.full_type != gold.full_type:  # a right- or double-click is not a click
         return False
     if t in POINTED:
-        if pred.point is None:
+        pred_point, gold_point = pred.point, gold.point
+        if pred_point is None:
             return False
         if gold.target_bbox is not None:
-            return gold.target_bbox.contains(pred.x, pred.y, strict=True)
-        if gold.point is None:
+            return gold.target_bbox.contains(*pred_point, strict=True)
+        if gold_point is None:
             return True
         w, h = gold.image_width or 1, gold.image_height or 1
-        return math.hypot((pred.x - gold.x) / w, (pred.y - gold.y) / h) <= POINT_TOLERANCE
+        return math.hypot((pred_point[0] - gold_point[0]) / w, (pred_point[1] - gold_point[1]) / h) <= POINT_TOLERANCE
     if t in TEXT_TYPES:
         return token_f1(pred.text or "", gold.text or "") >= F1_THRESHOLD
     if t in (ActionType.SWIPE, ActionType.SCROLL):
@@ -142,7 +143,8 @@ def action_matches(pred: Action, gold: Action) -> bool:
         if not action_matches(pred.model_copy(update={"type": ActionType.CLICK.value, "x2": None, "y2": None}),
                               start):
             return False
-        if gold.x2 is None or pred.x2 is None:
+        # The model's validator pairs the coordinates (x2 set ⇔ y2 set), so this tests "has an end point".
+        if gold.x2 is None or gold.y2 is None or pred.x2 is None or pred.y2 is None:
             return gold.x2 is None
         w, h = gold.image_width or 1, gold.image_height or 1
         return math.hypot((pred.x2 - gold.x2) / w, (pred.y2 - gold.y2) / h) <= POINT_TOLERANCE
@@ -243,7 +245,8 @@ def invalid_reason(completion: Any, frame: Frame, deny_boxes: Sequence[Any] = ()
         return "not_executable"
     if ActionType(pred.type) is ActionType.KEY and (pred.key or "").lower().replace(" ", "") in DENY_KEYS:
         return "deny_listed_key"
-    if pred.point is not None and any(_in_box(b, pred.x, pred.y) for b in deny_boxes):
+    point = pred.point
+    if point is not None and any(_in_box(b, *point) for b in deny_boxes):
         return "deny_listed_element"
     return None
 

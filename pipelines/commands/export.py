@@ -74,7 +74,7 @@ def register(app: typer.Typer) -> None:
 
             def on_record(ok: bool) -> None:
                 counts["ok" if ok else "bad"] += 1
-                progress.update(task, advance=1, **counts)
+                progress.update(task, advance=1, ok=counts["ok"], bad=counts["bad"])
 
             try:
                 summary = run_export(fmt, src, out, blobs, options, on_record)

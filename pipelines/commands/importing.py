@@ -72,7 +72,8 @@ def register(app: typer.Typer) -> None:
 
             def on_record(location: str, ok: bool) -> None:
                 counts["ok" if ok else "bad"] += 1
-                progress.update(task, advance=1, description=f"import {fmt} {location}", **counts)
+                progress.update(task, advance=1, description=f"import {fmt} {location}", ok=counts["ok"],
+                                bad=counts["bad"])
 
             try:
                 summary = run_import(fmt, paths, out, options, images, shard_size, on_record, blobs, allow_empty)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.table import Table
@@ -12,12 +13,15 @@ from rich.text import Text
 
 from pipelines.commands.plain import PlainConsole
 
+if TYPE_CHECKING:  # the explorers are imported when the command runs, not when the CLI starts
+    from explorers.probe import ProbeRequest
 
-def _requests(pairs: list[str], file: Path | None) -> list[object] | None:
+
+def _requests(pairs: list[str], file: Path | None) -> list[ProbeRequest] | None:
     """``STATE:ELEMENT`` pairs and a JSON file of ``[{"state_id":…, "element_id":…}, …]`` (or pairs)."""
     from explorers.probe import ProbeRequest
 
-    out: list[object] = []
+    out: list[ProbeRequest] = []
     for pair in pairs:
         state, sep, element = pair.partition(":")
         if not sep or not state or not element:

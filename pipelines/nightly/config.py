@@ -17,7 +17,7 @@ import dataclasses
 import hashlib
 import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -45,12 +45,14 @@ class ServersConfig(_Strict):
     demo_app: DemoAppServer | None = None
 
 
+PlanKind = Literal["screen", "item", "answer", "create", "edit", "setting"]
+
+
 class PlansSection(_Strict):
     """Which goal plans synthesis turns into tasks (``pipelines.synthesis.runner.PlanConfig``)."""
 
     max_steps: int = Field(default=14, ge=1)
-    kinds: list[Literal["screen", "item", "answer", "create", "edit", "setting"]] = Field(
-        default_factory=lambda: ["screen", "item", "answer", "create", "edit", "setting"], min_length=1)
+    kinds: list[PlanKind] = Field(default_factory=lambda: list(get_args(PlanKind)), min_length=1)
     max_plans: int = Field(default=500, ge=1)
 
 

@@ -3,6 +3,7 @@ when there is nothing to draw (a first run has no history line worth a plot of o
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -98,5 +99,8 @@ def executability(report: dict[str, Any], path: Path) -> Path | None:
     return _save(fig, path)
 
 
-ALL = {"funnel": funnel, "rejects": rejects, "coverage": coverage, "durations": durations,
-       "executability": executability}
+# Each plot: (report, path of the PNG) → the path, or None when there is nothing to draw.
+ALL: dict[str, Callable[[dict[str, Any], Path], Path | None]] = {
+    "funnel": funnel, "rejects": rejects, "coverage": coverage, "durations": durations,
+    "executability": executability,
+}

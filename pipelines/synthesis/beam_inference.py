@@ -21,7 +21,7 @@ import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import apache_beam as beam
 from apache_beam.metrics import Metrics
@@ -79,7 +79,7 @@ class BlobSource:
         return self.stores[-1].get(sha)  # raises BlobNotFound naming the digest
 
 
-class BackendModelHandler(ModelHandler[Call, Result, Backend]):
+class BackendModelHandler(ModelHandler[Call, PredictionResult, Backend]):
     """RunInference adapter: the "model" is a trajforge backend, an example is a ``Call``, a prediction a ``Result``.
 
     ``factory`` must be picklable (a ``BackendSpec``); it runs on the worker. ``large_model`` asks Beam to
@@ -168,8 +168,10 @@ class _JudgeAnswer(_CountingDoFn):
 
     def process(self, element: tuple[str, PredictionResult]):  # type: ignore[no-untyped-def]
         key, prediction = element
-        call: Call = prediction.example
-        result: Result = prediction.inference
+        # Beam's PredictionResult is a NamedTuple of unbound TypeVars; BackendModelHandler fills it with a
+        # Call and its Result.
+        call = cast(Call, prediction.example)
+        result = cast(Result, prediction.inference)
         if isinstance(result, Completion):
             self.counters["calls"].inc()
             self.counters["prompt_tokens"].inc(result.prompt_tokens)

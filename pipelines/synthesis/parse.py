@@ -104,8 +104,8 @@ def parse_step(text: str, action: Action, width: int, height: int) -> StepText:
         raise SynthParseError("instruction_too_long", f"{len(instruction)} > {MAX_INSTRUCTION_CHARS} characters")
     if not reasoning:
         raise SynthParseError("missing_reasoning", "no <think> block")
-    for name, value in (("instruction", instruction), ("reasoning", reasoning)):
-        if looks_like_injection(value):
+    for name, said in (("instruction", instruction), ("reasoning", reasoning)):
+        if looks_like_injection(said):
             raise SynthParseError("injection_echoed", f"{name} repeats an instruction found in screen text")
     want_value = action_value(action)
     value = answer.get("value")

@@ -50,7 +50,8 @@ def params(ctx: RunContext) -> dict[str, Any]:
 
 
 def load_trajectories(path: Path, ids: set[str]) -> list[Trajectory]:
-    return [p.record for p in iter_records(path, "trajectory") if p.ok and p.record.id in ids]
+    return [p.record for p in iter_records(path, "trajectory")
+            if isinstance(p.record, Trajectory) and p.record.id in ids]
 
 
 def run(ctx: RunContext, p: dict[str, Any]) -> dict[str, Any]:
