@@ -26,3 +26,8 @@ demo: bootstrap
 
 lint: bootstrap
 	$(VENV_PY) -m ruff check .
+
+# mypy over the library packages listed in pyproject.toml's [tool.mypy] (mypy and the stubs it needs are pinned
+# in requirements.txt).
+typecheck: bootstrap
+	$(VENV_PY) -m mypy
