@@ -123,7 +123,9 @@ class ConfigError(ValueError):
 # models; training keeps plain dataclasses, which the loops build in code too, and validates them through a
 # TypeAdapter). JSON-strict: a YAML string is never a number, a number never a bool, unknown keys are errors.
 _STRICT = ConfigDict(extra="forbid", strict=True)
-for _cls in (DataConfig, OptimConfig, RunConfig, GRPOConfig, TrainConfig):
+_CONFIG_CLASSES: tuple[type, ...] = (DataConfig, OptimConfig, RunConfig, GRPOConfig, TrainConfig)
+for _cls in _CONFIG_CLASSES:
+    # pydantic reads this dunder from stdlib dataclasses, which do not declare it.
     _cls.__pydantic_config__ = _STRICT  # type: ignore[attr-defined]
 _ADAPTER: TypeAdapter[TrainConfig] = TypeAdapter(TrainConfig)
 _SECTIONS: dict[str, type] = {"data": DataConfig, "optim": OptimConfig, "run": RunConfig, "grpo": GRPOConfig}
