@@ -243,3 +243,16 @@ def test_a_control_without_text_is_never_quoted_by_its_role():
         step_answer(icon, text)
     assert err.value.reason == "unnamed_target"
     assert step_answer(call.payload, backend.step_text(call.payload)).instruction  # with its label it passes
+
+
+def test_goal_phrases_read_like_a_person_wrote_them():
+    backend = OfflineBackend(load_prompts())
+    ticks = backend.goal_phrase("en", {"kind": "setting", "choices": [
+        ["For whom?", "Alice"], ["For whom?", "Bob"], ["For whom?", "Cleo"], ["Theme", "Dark"]]})
+    assert ticks == "tick “Alice”, “Bob” and “Cleo” under “For whom?” and use the dark theme"  # not "set … to" ×3
+    create = backend.goal_phrase("en", {"kind": "create", "form": "Manage your shared expenses, easily", "fields": [
+        ["Project name", "Trip"], ["Password", "x1"], ["Email", "a@b.c"]]})
+    # A tagline names no kind of item ("a easily"), so the noun is the generic one, with its article.
+    assert create == "create an entry titled “Trip”, with password “x1” and with email “a@b.c”"
+    assert backend.goal_phrase("en", {"kind": "create", "form": "New note", "fields": [["Title", "T"]]}) == \
+        "create a note titled “T”"

@@ -179,8 +179,8 @@ def noun_from_heading(text: str, plural: bool = True) -> str:
     """The kind of item a heading is about: a list's plural ("All notes" → "note", "Your contacts" →
     "contact"), or with ``plural=False`` a form's singular too ("New note" → "note")."""
     words = re.findall(r"[A-Za-z]+", text)
-    if not words:
-        return ""
+    if not words or len(words) > 4 or re.search(r"[,.!?:;]", text):
+        return ""  # a sentence or tagline ("Manage your shared expenses, easily") names no kind of item
     word = words[-1].lower()
     if len(word) < 4 or word in {"all", "list", "home", "overview", "dashboard", "news", "settings", "status"}:
         return ""

@@ -39,6 +39,17 @@ def _cap(text: str) -> str:
     return text[:1].upper() + text[1:] if text else text
 
 
+
+def _join(parts: list[str], t: dict[str, Any]) -> str:
+    """"a, b and c" in the language's words (a list joined by ``and`` alone reads "a and b and c")."""
+    if len(parts) <= 2:
+        return t["and"].join(parts)
+    return t["list_and"].join(parts[:-1]) + t["and"] + parts[-1]
+
+
+def _article(noun: str) -> str:
+    return f"an {noun}" if noun[:1].lower() in "aeiou" else f"a {noun}"
+
 class OfflineBackend(Backend):
     name = "offline"
 
@@ -74,19 +85,26 @@ class OfflineBackend(Backend):
         t = self.phrases["task"][lang]
         parts = [t[table][self._field_kind(label)].format(value=value, label=label.lower() if lang == "en" else label)
                  for label, value in goal.get("fields") or []]
-        return t["and"].join(parts)
+        return _join(parts, t)
 
     def _choices(self, lang: str, goal: dict[str, Any]) -> str:
         t = self.phrases["task"][lang]
         parts = []
+        grouped: dict[str, list[str]] = {}
         for group, option in goal.get("choices") or []:
-            name = gloss(option, lang)
+            grouped.setdefault(group, []).append(gloss(option, lang))
+        for group, names in grouped.items():
             kind = next((k for k, rx in self.group_kinds.items() if group and rx.search(group)), "other")
             if kind == "other" and not group:
                 kind = "bare"
+            if len(names) > 1:  # several boxes ticked in one group: one phrase, never "set X to A and set X to B"
+                options = _join([f"“{n}”" for n in names], t)
+                parts.append(t["choice"]["several"].format(options=options, group=group, group_lc=group.lower()))
+                continue
+            name = names[0]
             parts.append(t["choice"][kind].format(option=name, option_lc=name.lower(), group=group,
                                                   group_lc=group.lower()))
-        return t["and"].join(parts)
+        return _join(parts, t)
 
     def _shape(self, goal: dict[str, Any]) -> str:
         """Which phrasing family a goal takes: its kind, refined (a dialog, an item's screen, a plain rename)."""
@@ -113,6 +131,7 @@ class OfflineBackend(Backend):
             "target": goal.get("target") or goal.get("form") or "",
             "item": goal.get("item") or "",
             "noun": self._noun(lang, goal),
+            "a_noun": _article(self._noun(lang, goal)) if lang == "en" else self._noun(lang, goal),
             "fields": self._fields(lang, goal, "field"),
             "changes": changes,
             "Changes": _cap(changes),
