@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from filters.action_filters import ActionValidForPlatform, CoordsInImage, PointInTarget
 from filters.base import Drop, RecordFilter, first_drop
 from filters.facts import TrajectoryFacts
-from filters.image_filters import ImageSizeMatches, ImageUsable
+from filters.image_filters import ImageSideWithin, ImageSizeMatches, ImageUsable
 from filters.item import Item, ScreenCheck, ScreenFacts
 from filters.record_filters import JudgeScoreAtLeast, ReplaySucceeded
 from filters.text_filters import InstructionPresent, LanguageMatches, ReasoningConsistent, ReasoningLength
@@ -27,9 +27,12 @@ def trajectory_gates(judge_key: str = "judge", min_judge_score: float = 3.0) -> 
     return [ReplaySucceeded(), JudgeScoreAtLeast(judge_key, min_judge_score)]
 
 
-def step_gates(max_reasoning_tokens: int = 256) -> list[RecordFilter[Item]]:
+def step_gates(max_reasoning_tokens: int = 256, max_image_side: int = 8192) -> list[RecordFilter[Item]]:
+    """Per-step gates on the record's text and declared geometry (no pixels): the screenshot's declared size
+    must be within ``max_image_side`` (the output expectation's bound), so one oversized capture costs its
+    trajectory, not the run."""
     return [InstructionPresent(), LanguageMatches(), ReasoningLength(max_reasoning_tokens), ReasoningConsistent(),
-            ActionValidForPlatform(), CoordsInImage(), PointInTarget()]
+            ActionValidForPlatform(), CoordsInImage(), PointInTarget(), ImageSideWithin(max_image_side)]
 
 
 def screen_gates() -> list[RecordFilter[ScreenCheck]]:

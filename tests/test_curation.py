@@ -135,7 +135,12 @@ def test_rerun_publishes_a_new_version_with_identical_shards(run):
     assert first.manifest["stages"] == second.manifest["stages"]
 
 
-def test_failing_output_expectations_fail_the_run_and_publish_nothing(corpus, tmp_path):
+def test_failing_output_expectations_fail_the_run_and_publish_nothing(corpus, tmp_path, monkeypatch):
+    from filters.image_filters import ImageSideWithin
+
+    # The per-step gate refuses oversized screenshots by itself; switched off (a gate bug), the output contract
+    # over the whole dataset still catches them and nothing is published.
+    monkeypatch.setattr(ImageSideWithin, "decide", lambda self, item: True)
     cfg = CurateConfig(inputs=[corpus.path], out=tmp_path, instruction_dedupe="off", max_image_side=1000)
     with pytest.raises(ExpectationsFailed, match=r"expect_column_values_to_be_between\(image_width\)"):
         curate(cfg)
@@ -200,3 +205,58 @@ def test_a_raising_filter_fails_the_run_unless_under_the_threshold(corpus, tmp_p
     result = curate(cfg)
     [reject] = _rejects(result.version_dir)["traj-0005"]
     assert reject["reason"] == "reasoning_too_long_error" and result.manifest["totals"]["filter_errors"] == 1
+
+
+def test_an_oversized_screenshot_costs_its_trajectory_not_the_run(tmp_path):
+    from schemas import BlobStore
+    from tests.corpus import good_trajectory
+
+    store = BlobStore(tmp_path / "blobs")
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(good_trajectory(store, i, tid=f"t{i}", n_steps=2).model_dump_json() + "\n"
+                           for i in range(3)))
+    result = curate(CurateConfig(inputs=[src], out=tmp_path / "out", instruction_dedupe="off", max_image_side=1280,
+                                 blobs=str(tmp_path / "blobs")))
+    assert result.manifest["totals"]["trajectories_kept"] == 3  # 1280x720 is within the bound
+    big = json.loads(good_trajectory(store, 7, tid="wide", n_steps=2).model_dump_json())
+    big["steps"][1]["observation"]["width"] = 9000  # a step that declares a 9000-wide screenshot
+    big["steps"][1]["action"].update(image_width=9000, x_norm=None, y_norm=None)
+    src.write_text(src.read_text() + json.dumps(big) + "\n")
+    result = curate(CurateConfig(inputs=[src], out=tmp_path / "out", instruction_dedupe="off", max_image_side=1280,
+                                 blobs=str(tmp_path / "blobs")))
+    rejects = _rejects(result.version_dir)
+    assert result.manifest["totals"]["trajectories_kept"] == 3
+    [r] = rejects["wide"]
+    assert (r["stage"], r["reason"]) == ("quality", "image_too_large") and r["detail"].startswith("step 1: ")
+
+
+def test_unreadable_input_is_one_reject_and_empty_input_exits_4(tmp_path):
+    from typer.testing import CliRunner
+
+    from pipelines.cli import app
+    from schemas import BlobStore
+    from schemas.errors import EmptyInput
+    from tests.corpus import good_trajectory
+
+    store = BlobStore(tmp_path / "blobs")
+    good = tmp_path / "good.jsonl"
+    good.write_text(good_trajectory(store, 1, tid="fine", n_steps=2).model_dump_json() + "\n")
+    broken = tmp_path / "broken.parquet"
+    broken.write_bytes(b"PAR1 this is not parquet")
+    result = curate(CurateConfig(inputs=[broken, good], out=tmp_path / "out", instruction_dedupe="off"))
+    m = result.manifest
+    assert m["totals"]["records_in"] == 2 and m["totals"]["trajectories_kept"] == 1
+    [r] = _rejects(result.version_dir)["<file broken.parquet>"]
+    assert r["stage"] == "schema" and r["reason"] == "file_unreadable" and "broken.parquet" in r["detail"]
+
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n")
+    with pytest.raises(EmptyInput, match=r"no records in empty\.jsonl"):
+        curate(CurateConfig(inputs=[empty], out=tmp_path / "out2", instruction_dedupe="off"))
+    assert versions(tmp_path / "out2") == []
+    cli = CliRunner().invoke(app, ["curate", "--in", str(empty), "--out", str(tmp_path / "out2"),
+                                   "--instruction-dedupe", "off"])
+    assert cli.exit_code == 4 and versions(tmp_path / "out2") == []
+    cli = CliRunner().invoke(app, ["curate", "--in", str(empty), "--out", str(tmp_path / "out2"),
+                                   "--instruction-dedupe", "off", "--allow-empty"])
+    assert cli.exit_code == 0 and len(versions(tmp_path / "out2")) == 1

@@ -28,6 +28,7 @@ from pipelines.curation.config import CurateConfig
 from pipelines.curation.describe import DescribeSettings, spool_row
 from pipelines.curation.pipeline import FilterErrorsExceeded, _check_errors
 from pipelines.curation.plan import plan_splits, record_key
+from pipelines.curation.progress import count_input_records
 from pipelines.curation.stages import (
     RECORDS,
     REJECTED,
@@ -101,6 +102,45 @@ def test_describe_reads_each_record_once_and_rejects_unparsable_ones(tmp_path):
                     equal_to([(_key(2), "schema", "invalid_json")]), label="rejections")
         assert_that(out[RECORDS], equal_to([3]), label="records")
     assert (tmp_path / "_spool" / f"{split.name}.arrow").is_file()  # the rows wait there for their writer
+
+
+def test_an_unreadable_file_is_one_split_and_one_rejection_and_the_others_go_on(tmp_path):
+    broken = tmp_path / "broken.parquet"
+    broken.write_bytes(b"PAR1 not really parquet")
+    src = _write_jsonl(tmp_path / "in.jsonl", [_traj(None, 0, "good")])
+    bad, ok = plan_splits([broken, src], rows_per_shard=100)
+    assert (bad.format, bad.first_line, bad.last_line) == ("unreadable", 1, 1) and bad.error
+    assert count_input_records([broken, src]) == 2  # the progress total counts it as the one record it reads as
+    with pipeline() as p:
+        out = (p | beam.Create([bad, ok])
+               | beam.ParDo(DescribeSplits(DescribeSettings(str(tmp_path)))).with_outputs(REJECTED, RECORDS,
+                                                                                         main="facts"))
+        assert_that(out["facts"] | "Ids" >> beam.Map(lambda f: f.id), equal_to(["good"]), label="facts")
+        assert_that(out[REJECTED] | "Why" >> beam.Map(lambda kr: (kr[0], kr[1].stage, kr[1].reason,
+                                                                  kr[1].record_id)),
+                    equal_to([(record_key(0, 1), "schema", "file_unreadable", "<file broken.parquet>")]),
+                    label="rejections")
+        assert_that(out[RECORDS] | "Sum" >> beam.CombineGlobally(sum), equal_to([2]), label="records")
+
+
+def test_a_file_that_fails_part_way_keeps_the_records_before_the_failure(tmp_path, monkeypatch):
+    from pipelines.curation import read
+
+    src = _write_jsonl(tmp_path / "in.jsonl", [_traj(None, i, f"t{i}") for i in range(3)])
+    [split] = plan_splits([src], rows_per_shard=100)
+    lines = read._lines
+
+    def failing(split):
+        for n, raw in lines(split):
+            if n == 3:
+                raise OSError(5, "Input/output error")
+            yield n, raw
+
+    monkeypatch.setattr(read, "_lines", failing)
+    got = [(k, src.record_id if src.record else src.errors[0].message) for k, src in read.read_split(split)]
+    assert got[:2] == [(_key(1), "t0"), (_key(2), "t1")]
+    assert got[2][0] == _key(3) and "records from 3 on" in got[2][1] and "in.jsonl cannot be read" in got[2][1]
+    assert read.raw_texts(split, {_key(1), _key(3)}).keys() == {_key(1)}  # what can be read again is kept
 
 
 def test_a_raising_filter_is_kept_as_an_error_reject_and_fails_the_run(tmp_path, monkeypatch):

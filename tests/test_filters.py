@@ -15,7 +15,7 @@ from filters.base import Drop, RecordFilter, first_drop
 from filters.dedupe import group_key, resolve, resolve_ids, step_members, trajectory_member
 from filters.difficulty import DifficultyParts, difficulty_parts, is_distracting
 from filters.facts import DEMO, NEGATIVE, RECOVERY, describe, goal_key, trajectory_kind
-from filters.image_filters import ImageSizeMatches, ImageUsable
+from filters.image_filters import ImageSideWithin, ImageSizeMatches, ImageUsable
 from filters.item import Item, ScreenCheck, ScreenFacts, SourceRecord
 from filters.quality import quality_rejections, screen_gates, step_gates, trajectory_gates
 from filters.record_filters import Flattenable, JudgeScoreAtLeast, ReplaySucceeded, SchemaValid
@@ -109,6 +109,7 @@ def test_replay_and_judge_verdicts():
 def test_instruction_present():
     assert InstructionPresent()(Item(_sample())) is None
     assert InstructionPresent()(Item(_sample(instruction="  "))).reason == "empty_instruction"
+    assert InstructionPresent()(Item(_sample(instruction="\u200b\u200b"))).reason == "empty_instruction"
 
 
 def test_language_matches():
@@ -158,6 +159,13 @@ def test_image_gates():
     assert ImageUsable()(ScreenCheck(0, 1280, 720, ScreenFacts(SHA, "image_blank", "flat"))).reason == "image_blank"
     assert ImageSizeMatches()(ScreenCheck(0, 1280, 720, ok)) is None
     assert ImageSizeMatches()(ScreenCheck(0, 640, 360, ok)).reason == "image_size_mismatch"
+
+
+def test_image_side_within_reads_the_declared_size():
+    assert ImageSideWithin(1280)(Item(_sample())) is None  # 1280x720
+    drop = ImageSideWithin(1000)(Item(_sample()))
+    assert drop.reason == "image_too_large" and "1280x720" in drop.detail
+    assert [g.name for g in step_gates(max_image_side=1000)][-1] == "image_too_large"
 
 
 # --- the quality stage's decision ----------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from pipelines.commands.exits import DATA, EMPTY, OUTPUT
 from pipelines.commands.plain import PlainConsole
 
 RUNNERS = "direct (in-process), multiprocess (--workers N), portable (--job-endpoint, --worker-pool), or a Beam " \
@@ -92,20 +93,26 @@ def register(app: typer.Typer) -> None:
                                                     "or 'step' (rows one by one, for grounding-only datasets)."),
         max_filter_errors: int = typer.Option(0, help="Filter exceptions tolerated before the run fails (each "
                                                       "affected record is kept as a <filter>_error reject)."),
-        allow_empty: bool = typer.Option(False, "--allow-empty", help="Publish even when every record was "
-                                                                      "rejected (otherwise that exits 1)."),
+        allow_empty: bool = typer.Option(False, "--allow-empty", help="Publish an empty version when the inputs "
+                                                                      "hold no record (otherwise exit 4) or every "
+                                                                      "record was rejected (otherwise exit 1)."),
     ) -> None:
         """Validate, dedupe, quality-gate and redact trajectories into versioned Parquet shards.
 
-        Every refused record goes to OUT/vNNNN/rejects with its stage and reason; the run fails (exit 1, nothing
-        published) if a filter raised (past --max-filter-errors), every record was rejected (unless
-        --allow-empty), the output expectations fail or the counts do not reconcile.
+        Every refused record goes to OUT/vNNNN/rejects with its stage and reason (a file that cannot be read is
+        one reject naming it); the run fails (exit 1, nothing published) if a filter raised (past
+        --max-filter-errors), every record was rejected (unless --allow-empty), the output expectations fail or
+        the counts do not reconcile. Exit 3: the dataset folder or the blob store cannot be used; exit 4: the
+        inputs hold no record at all (unless --allow-empty).
         """
         from pipelines.curation.config import CurateConfig
         from pipelines.curation.expectations import ExpectationsFailed
         from pipelines.curation.manifest import AccountingError
         from pipelines.curation.pipeline import CurationFailed, curate
         from pipelines.curation.progress import count_input_records
+        from schemas.blobstore import BlobStore
+        from schemas.errors import EmptyInput
+        from schemas.fileio import OutputError
 
         console = PlainConsole()
         try:
@@ -120,11 +127,13 @@ def register(app: typer.Typer) -> None:
         except ValueError as exc:
             raise typer.BadParameter(str(exc)) from None
         try:
+            BlobStore(cfg.blobs or "")  # a missing, looping or unusable store fails now, in one line, not in a worker
             with CurateProgress(console, count_input_records(cfg.inputs)) as bar:
                 result = curate(cfg, status=bar.phase, progress=bar.counts)
-        except (ExpectationsFailed, AccountingError, CurationFailed) as exc:
+        except (ExpectationsFailed, AccountingError, CurationFailed, OutputError, EmptyInput) as exc:
             console.print(f"curation failed, nothing published: {exc}", style="red")
-            raise typer.Exit(1) from None
+            code = OUTPUT if isinstance(exc, OutputError) else EMPTY if isinstance(exc, EmptyInput) else DATA
+            raise typer.Exit(code) from None
         m = result.manifest
         console.print(funnel_table(m))
         t = m["totals"]

@@ -38,7 +38,8 @@ class CurateConfig:
     # A filter that raises is a bug: the record is kept among the rejects and the run fails once more than this
     # many such errors happened (0: any error fails the run; nothing is published).
     max_filter_errors: int = 0
-    # An all-rejected run is an error (nothing is published) unless this asks to publish the empty version.
+    # A run with no input record (EmptyInput) or with every record rejected (EmptyDataset) is an error, nothing
+    # is published, unless this asks to publish the empty version.
     allow_empty: bool = False
 
     def __post_init__(self) -> None:
@@ -49,7 +50,7 @@ class CurateConfig:
         for p in self.inputs:
             if not p.is_file():
                 raise ValueError(f"input {p} does not exist or is not a file")
-            if p.suffix.lower() not in (".jsonl", ".json", ".ndjson", ".parquet"):
+            if p.suffix.lower() not in (".jsonl", ".json", ".ndjson", ".parquet", ".parq"):
                 raise ValueError(f"input {p}: unsupported file type {p.suffix!r} (use .jsonl, .json or .parquet)")
         if self.rows_per_shard < 1 or self.row_group_rows < 1:
             raise ValueError("rows_per_shard and row_group_rows must be positive")

@@ -41,6 +41,7 @@ class DescribeSettings:
     max_reasoning_tokens: int = 256
     redact: bool = True
     batch_rows: int = 256
+    max_image_side: int = 8192
 
 
 def spool_row(key: int, traj: Trajectory, sample: Sample, redact: bool, difficulty: dict[str, Any]) -> dict:
@@ -59,7 +60,7 @@ class SplitDescriber:
     def __init__(self, settings: DescribeSettings):
         self.s = settings
         self.schema_gates = [SchemaValid()]
-        self.step_gates = step_gates(settings.max_reasoning_tokens)
+        self.step_gates = step_gates(settings.max_reasoning_tokens, settings.max_image_side)
         self.trajectory_gates = trajectory_gates(settings.judge_key, settings.min_judge_score)
         self.records = 0
 

@@ -45,6 +45,7 @@ from pipelines.curation.spool import SPOOL_DIR
 from pipelines.curation.write import DATA_DIR, STATS_DIR, atomic_parquet, shard_name, write_json
 from pipelines.staging import clean_stale_staging, new_staging
 from schemas.arrow import SAMPLE_SCHEMA
+from schemas.errors import EmptyInput
 
 
 class CurationFailed(RuntimeError):
@@ -105,15 +106,21 @@ def _check_errors(cfg: CurateConfig, tallies: list[dict[str, Any]], examples: li
 
 
 def _check_not_empty(cfg: CurateConfig, tallies: list[dict[str, Any]]) -> None:
+    """No input record at all is ``EmptyInput`` (CLI exit 4: the wrong files, or a producer that wrote nothing);
+    records that were all rejected are ``EmptyDataset`` (exit 1: the data said no). ``allow_empty`` accepts both."""
     kept = sum(t["n"] for t in tallies if t["what"] == "final_samples")
     if kept or cfg.allow_empty:
         return
+    if not sum(t["n"] for t in tallies if t["what"] == "records"):
+        names = ", ".join(Path(p).name for p in cfg.inputs)
+        raise EmptyInput(f"no records in {names}; nothing published. Pass --allow-empty to publish an empty "
+                         "version anyway.")
     reasons: dict[str, int] = {}
     for t in tallies:
         if t["what"] == "rejected":
             reasons[f"{t['stage']}:{t['reason']}"] = reasons.get(f"{t['stage']}:{t['reason']}", 0) + t["n"]
     top = ", ".join(f"{r}={n}" for r, n in sorted(reasons.items(), key=lambda kv: -kv[1])[:5])
-    what = f"every record was rejected ({top})" if top else "the inputs hold no records"
+    what = f"every record was rejected ({top})"
     raise EmptyDataset(f"{what}; nothing published. Pass --allow-empty to publish an empty version anyway.")
 
 
@@ -132,7 +139,7 @@ def curate(cfg: CurateConfig, status: Callable[[str], None] = lambda _: None,
 
     ``status(message)`` hears each phase; ``progress(counts)``, when given, hears the workers' running counts
     (``pipelines.curation.progress``) several times a second while the Beam pipeline runs. On any failure
-    (pipeline error, filter errors past the threshold, an all-rejected run without ``allow_empty``, failed
+    (pipeline error, filter errors past the threshold, an empty or all-rejected run without ``allow_empty``, failed
     expectations, counts that do not reconcile) nothing is published, the exception propagates and the
     staging directory is removed.
     """

@@ -6,6 +6,10 @@ is read by one worker, and the rows it keeps become one data shard (``data/shard
 so a trajectory's steps always share a shard, in order, and shard contents do not depend on how a runner
 bundles work. Only split descriptors and per-record facts travel between workers, never records.
 
+A file that cannot be planned (it cannot be opened, or its Parquet footer is damaged) becomes one split of format
+``unreadable`` holding one record: its reader yields the one error that names the file (reason
+``file_unreadable``), and the other inputs go on.
+
 A record's **key** is its position: ``file index << 40 | line`` (or row). It is unique in a run, survives
 duplicate or missing ids, and turns back into ``"<file name>:<line>"`` for messages (``source_of``).
 """
@@ -17,12 +21,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 LINE_BITS = 40
 LINE_MASK = (1 << LINE_BITS) - 1
 SAMPLE_RECORDS = 64  # records looked at to estimate steps per record
+UNREADABLE = "unreadable"
 
 
 def record_key(file_index: int, line: int) -> int:
@@ -43,11 +49,12 @@ class Split:
     count: int
     file_index: int
     path: str
-    format: str  # jsonl | parquet | json (a whole JSON array: one split)
+    format: str  # jsonl | parquet | json (a whole JSON array: one split) | unreadable (one error record)
     start: int  # jsonl: byte offset of the first line; parquet: first row (0-based)
     end: int  # jsonl: byte offset just past the last line; parquet: row past the last
     first_line: int  # 1-based line (or row) number of the split's first record
     last_line: int  # ... and of its last
+    error: str = ""  # unreadable: why the file could not be planned
 
     @property
     def keys(self) -> tuple[int, int]:
@@ -63,7 +70,7 @@ def _is_json_array(p: Path) -> bool:
     if p.suffix.lower() != ".json":
         return False
     with p.open("rb") as f:
-        return f.read(1) == b"["
+        return f.read(4096).lstrip(b"\xef\xbb\xbf").lstrip()[:1] == b"["
 
 
 def _mean_steps_jsonl(p: Path) -> float:
@@ -112,20 +119,30 @@ def _jsonl_ranges(p: Path, per_split: int) -> list[tuple[int, int, int, int]]:
     return ranges
 
 
+Piece = tuple[int, str, str, int, int, int, int]
+
+
+def _file_pieces(fi: int, p: Path, rows_per_shard: int) -> list[Piece]:
+    if _is_json_array(p):
+        return [(fi, str(p), "json", 0, p.stat().st_size, 1, LINE_MASK)]
+    if p.suffix.lower() in (".parquet", ".parq"):
+        pf = pq.ParquetFile(p)
+        per = max(1, round(rows_per_shard / _mean_steps_parquet(pf)))
+        rows = pf.metadata.num_rows
+        return [(fi, str(p), "parquet", a, min(rows, a + per), a + 1, min(rows, a + per))
+                for a in range(0, rows, per)]
+    per = max(1, round(rows_per_shard / _mean_steps_jsonl(p)))
+    return [(fi, str(p), "jsonl", *r) for r in _jsonl_ranges(p, per)]
+
+
 def plan_splits(inputs: Sequence[Path], rows_per_shard: int) -> list[Split]:
-    """Splits of every input, each about ``rows_per_shard`` step rows (at least one record)."""
-    pieces: list[tuple[int, str, str, int, int, int, int]] = []
+    """Splits of every input, each about ``rows_per_shard`` step rows (at least one record); a file that cannot
+    be planned is one ``unreadable`` split."""
+    pieces: list[tuple[Piece, str]] = []
     for fi, p in enumerate(inputs):
-        if _is_json_array(p):
-            pieces.append((fi, str(p), "json", 0, p.stat().st_size, 1, LINE_MASK))
-        elif p.suffix.lower() == ".parquet":
-            pf = pq.ParquetFile(p)
-            per = max(1, round(rows_per_shard / _mean_steps_parquet(pf)))
-            rows = pf.metadata.num_rows
-            pieces += [(fi, str(p), "parquet", a, min(rows, a + per), a + 1, min(rows, a + per))
-                       for a in range(0, rows, per)]
-        else:
-            per = max(1, round(rows_per_shard / _mean_steps_jsonl(p)))
-            pieces += [(fi, str(p), "jsonl", *r) for r in _jsonl_ranges(p, per)]
+        try:
+            pieces += [(piece, "") for piece in _file_pieces(fi, p, rows_per_shard)]
+        except (OSError, ValueError, pa.ArrowException, StopIteration) as exc:
+            pieces.append(((fi, str(p), UNREADABLE, 0, 0, 1, 1), f"{type(exc).__name__}: {exc}"))
     n = len(pieces)
-    return [Split(i, n, *piece) for i, piece in enumerate(pieces)]
+    return [Split(i, n, *piece, error=error) for i, (piece, error) in enumerate(pieces)]

@@ -22,6 +22,7 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 PROGRESS_DIR = "_progress"
@@ -97,13 +98,19 @@ def count_input_records(paths: list[Path]) -> int:
     """How many records the inputs hold (lines of JSON Lines, rows of Parquet): the reader's progress total."""
     n = 0
     for p in paths:
-        if p.suffix.lower() == ".parquet":
-            n += pq.ParquetFile(p).metadata.num_rows
-            continue
-        ends_with_newline = True
-        with p.open("rb") as f:
-            for chunk in iter(functools.partial(f.read, 1 << 20), b""):
-                n += chunk.count(b"\n")
-                ends_with_newline = chunk.endswith(b"\n")
-        n += 0 if ends_with_newline else 1
+        try:
+            n += _count(p)
+        except (OSError, ValueError, pa.ArrowException):
+            n += 1  # an unreadable file is read as one (rejected) record
     return n
+
+
+def _count(p: Path) -> int:
+    if p.suffix.lower() in (".parquet", ".parq"):
+        return int(pq.ParquetFile(p).metadata.num_rows)
+    n, ends_with_newline = 0, True
+    with p.open("rb") as f:
+        for chunk in iter(functools.partial(f.read, 1 << 20), b""):
+            n += chunk.count(b"\n")
+            ends_with_newline = chunk.endswith(b"\n")
+    return n + (0 if ends_with_newline else 1)

@@ -7,16 +7,17 @@ not just counted. Every record comes with its key (``plan.record_key``).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from filters.item import SourceRecord
-from pipelines.curation.plan import Split, record_key
+from pipelines.curation.plan import LINE_MASK, UNREADABLE, Split, record_key
 from schemas.errors import RecordValidationError
-from schemas.recordio import Parsed, iter_jsonl, parse_jsonl_line
+from schemas.jsontext import iter_array, printable_json, valid_text
+from schemas.recordio import Parsed, file_error, iter_jsonl, parse_jsonl_line
 from schemas.records import parse_record
 from schemas.trajectory import Trajectory
 
@@ -59,8 +60,7 @@ def _source(split: Split, parsed: Parsed) -> SourceRecord:
     return SourceRecord(src, errors=tuple(parsed.errors), raw=parsed.raw.rstrip("\n"))
 
 
-def read_split(split: Split) -> Iterator[tuple[int, SourceRecord]]:
-    """Every record of the split, valid or not."""
+def _records(split: Split) -> Iterator[tuple[int, SourceRecord]]:
     fi = split.file_index
     if split.format == "json":
         for parsed in iter_jsonl(split.path, "trajectory"):
@@ -72,8 +72,7 @@ def read_split(split: Split) -> Iterator[tuple[int, SourceRecord]]:
                 rec = parse_record(row, "trajectory", n)
                 yield record_key(fi, n), SourceRecord(src, record=rec if isinstance(rec, Trajectory) else None)
             except RecordValidationError as exc:
-                yield record_key(fi, n), SourceRecord(src, errors=tuple(exc.errors),
-                                                      raw=json.dumps(row, ensure_ascii=False, default=str))
+                yield record_key(fi, n), SourceRecord(src, errors=tuple(exc.errors), raw=printable_json(row))
     else:
         for n, raw in _lines(split):
             line = parse_jsonl_line(raw, n, "trajectory")
@@ -81,30 +80,50 @@ def read_split(split: Split) -> Iterator[tuple[int, SourceRecord]]:
                 yield record_key(fi, n), _source(split, line)
 
 
+def read_split(split: Split) -> Iterator[tuple[int, SourceRecord]]:
+    """Every record of the split, valid or not. A file that could not be planned is one record whose error names
+    it; one that stops being readable part-way (an I/O error, a damaged row group) adds one such record for the
+    rest of the split, after the records read before the failure."""
+    fi = split.file_index
+    if split.format == UNREADABLE:
+        yield record_key(fi, split.first_line), _source(split, file_error(split.path, split.error, split.first_line))
+        return
+    last = split.first_line - 1
+    try:
+        for key, src in _records(split):
+            last = key & LINE_MASK
+            yield key, src
+    except (OSError, ValueError, pa.ArrowException) as exc:
+        n = last + 1
+        if n <= split.last_line:  # (a failure after the split's last record costs nothing of it)
+            why = f"{type(exc).__name__}: {exc}" if n == split.first_line else f"records from {n} on: {exc}"
+            yield record_key(fi, n), _source(split, file_error(split.path, why, n))
+
+
 def raw_texts(split: Split, keys: set[int]) -> dict[int, str]:
-    """The input text of the split's records named by ``keys`` (the payload of their reject rows)."""
+    """The input text of the split's records named by ``keys`` (the payload of their reject rows). A record that
+    cannot be read again (the file became unreadable) gets no payload; its reject names the file."""
     out: dict[int, str] = {}
-    if not keys:
+    if not keys or split.format == UNREADABLE:
         return out
     fi = split.file_index
-    if split.format == "jsonl":
-        for n, raw in _lines(split):
-            k = record_key(fi, n)
-            if k in keys:
-                out[k] = raw.decode("utf-8", "replace").rstrip("\n")
-    elif split.format == "parquet":
-        for n, row in _parquet_rows(split):
-            k = record_key(fi, n)
-            if k in keys:
-                out[k] = json.dumps(row, ensure_ascii=False, default=str)
-    else:
-        text = Path(split.path).read_bytes().decode("utf-8", "replace")
-        try:
-            items = json.loads(text)
-        except ValueError:
-            return dict.fromkeys(keys, text[:100_000])  # the unreadable array is the one record
-        for n, item in enumerate(items, start=1):
-            k = record_key(fi, n)
-            if k in keys:
-                out[k] = json.dumps(item, ensure_ascii=False, default=str)
+    try:
+        if split.format == "jsonl":
+            for n, raw in _lines(split):
+                k = record_key(fi, n)
+                if k in keys:
+                    out[k] = valid_text(raw.decode("utf-8", "replace").rstrip("\n"))
+        elif split.format == "parquet":
+            for n, row in _parquet_rows(split):
+                k = record_key(fi, n)
+                if k in keys:
+                    out[k] = printable_json(row)
+        else:
+            with open(split.path, "rb") as f:
+                for item in iter_array(f):
+                    k = record_key(fi, item.index)
+                    if k in keys:
+                        out[k] = valid_text(item.raw) if item.raw else printable_json(item.value)
+    except (OSError, ValueError, pa.ArrowException):
+        pass
     return out

@@ -264,7 +264,7 @@ def curation_graph(splits: beam.PCollection, cfg: CurateConfig, staging: str,
     """Splits → per-record outcomes (and the counts), every decision made on facts."""
     names = [Path(p).name for p in cfg.inputs]
     settings = DescribeSettings(staging, cfg.judge_key, cfg.min_judge_score, cfg.max_reasoning_tokens,
-                                cfg.redact_pii, cfg.row_group_rows)
+                                cfg.redact_pii, cfg.row_group_rows, cfg.max_image_side)
     read = splits | "Describe" >> beam.ParDo(DescribeSplits(settings, progress_dir)).with_outputs(
         REJECTED, RECORDS, main="facts")
     facts = read["facts"]
