@@ -46,7 +46,13 @@ class InstructionPresent(RecordFilter[Item]):
     name = "empty_instruction"
 
     def decide(self, item: Item) -> Verdict:
-        return not is_blank(item.sample.instruction)
+        text = item.sample.instruction
+        if not is_blank(text):
+            return True
+        if not text.strip():
+            return Drop(self.name, "the instruction is empty")
+        shown = text.encode("unicode_escape").decode("ascii")[:200]
+        return Drop(self.name, f"the instruction shows nothing (only invisible characters: {shown})")
 
 
 class LanguageMatches(RecordFilter[Item]):

@@ -109,7 +109,8 @@ def test_replay_and_judge_verdicts():
 def test_instruction_present():
     assert InstructionPresent()(Item(_sample())) is None
     assert InstructionPresent()(Item(_sample(instruction="  "))).reason == "empty_instruction"
-    assert InstructionPresent()(Item(_sample(instruction="\u200b\u200b"))).reason == "empty_instruction"
+    invisible = InstructionPresent()(Item(_sample(instruction="\u200b\u200b")))
+    assert invisible.reason == "empty_instruction" and "\\u200b" in invisible.detail
 
 
 def test_language_matches():
