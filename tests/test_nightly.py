@@ -3,7 +3,7 @@
 One module-scoped workspace carries the story, so the expensive parts run once:
 1. run 1 (in-process) publishes v0001;
 2. run 2 is a CLI subprocess killed with SIGKILL while it crawls, then rerun with a kill right after each stage's
-   work (before the ledger records it: ``TRAJFORGE_NIGHTLY_KILL_AFTER``), then rerun to the end;
+   work (before the ledger records it: ``TRAJFORGE_KILL_AT=nightly:<stage>``), then rerun to the end;
 3. a copy of the workspace taken when run 2's crawl was complete is run uninterrupted: the baseline.
 "Equals" is the manifest's ``content_fingerprint`` (sha256 over the shards' sha256): the killed-and-resumed
 run 2 must publish exactly the baseline's data, as v0002, with no extra version. (The crawl itself is a live
@@ -75,9 +75,9 @@ def write_config(root: Path, data: dict[str, Any]) -> Path:
 
 def cli(config: Path, *args: str, kill_after: str | None = None, wait: bool = True) -> Any:
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    env.pop("TRAJFORGE_NIGHTLY_KILL_AFTER", None)
+    env.pop("TRAJFORGE_KILL_AT", None)
     if kill_after:
-        env["TRAJFORGE_NIGHTLY_KILL_AFTER"] = kill_after
+        env["TRAJFORGE_KILL_AT"] = f"nightly:{kill_after}"
     cmd = [*TRAJFORGE, "nightly", "--config", str(config), "--no-progress", *args]
     if not wait:
         return subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)

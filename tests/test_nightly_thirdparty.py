@@ -79,7 +79,7 @@ def job_config(wiki_url: str, chromedriver_url: str) -> dict[str, Any]:
 
 def nightly(config: Path) -> dict[str, Any]:
     """One night through the CLI; exit 0 (published) or 5 (published with warnings) — the JSON says which."""
-    env = {k: v for k, v in os.environ.items() if k != "TRAJFORGE_NIGHTLY_KILL_AFTER"}
+    env = {k: v for k, v in os.environ.items() if k != "TRAJFORGE_KILL_AT"}
     done = subprocess.run([*TRAJFORGE, "nightly", "--config", str(config), "--no-progress", "--json"], cwd=REPO,
                           env={**env, "PYTHONUNBUFFERED": "1"}, capture_output=True, text=True, timeout=300)
     assert done.returncode in (Exit.OK, Exit.PUBLISHED_WARNINGS), done.stdout + done.stderr

@@ -30,6 +30,7 @@ import pyarrow.parquet as pq
 
 from filters.pii import blur_regions
 from filters.verdicts import RecordOutcome, Rejection
+from pipelines import faults
 from pipelines.curation.plan import Split
 from pipelines.curation.progress import REJECTS_WRITTEN, SAMPLES_WRITTEN, ProgressCounter
 from pipelines.curation.read import raw_texts
@@ -82,6 +83,7 @@ def atomic_parquet(path: Path, schema: pa.Schema, batches: Iterable[list[dict]],
         for batch in batches:
             if batch:
                 out.write(pa.Table.from_pylist(batch, schema=schema), row_group_rows)
+                faults.maybe_kill("curation:mid-shard")  # tests only: a crash with half a shard on disk
         return out.close()
     except BaseException:
         out.abort()

@@ -1,8 +1,8 @@
 """The nightly job: lock the workspace, open (or resume) the run's ledger, run the stages in order, report.
 
 Crash safety is layered: each stage's output is atomic or content-addressed, the ledger marks a stage done only
-after its output is complete, and a rerun starts at the first stage not done. ``TRAJFORGE_NIGHTLY_KILL_AFTER``
-(``faults``) lets the tests kill the run at the worst moment of each stage.
+after its output is complete, and a rerun starts at the first stage not done. ``TRAJFORGE_KILL_AT=nightly:<stage>``
+(``pipelines.faults``) lets the tests kill the run at the worst moment of each stage.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 
 from rich.console import Console
 
-from pipelines.nightly import faults
+from pipelines import faults
 from pipelines.nightly.config import Loaded
 from pipelines.nightly.context import RunContext, StageFailed
 from pipelines.nightly.exitcodes import Exit
@@ -100,7 +100,7 @@ def _run_stages(loaded: Loaded, state: RunState, ledger: Any, resumed: bool, log
             except BaseException as exc:
                 ledger.fail(stage, f"{type(exc).__name__}: {exc}", time.monotonic() - t0)
                 raise
-            faults.maybe_kill(stage)
+            faults.maybe_kill(f"nightly:{stage}")
             ledger.finish(stage, result, time.monotonic() - t0)
             log.event("stage.done", stage=stage, seconds=round(time.monotonic() - t0, 2),
                       result=_brief(result))
