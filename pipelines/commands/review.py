@@ -23,7 +23,7 @@ def error(message: str) -> None:
     console().print(f"error: {message}", style="red")
 
 
-def open_engine(db: str | None):  # type: ignore[no-untyped-def]
+def open_engine(db: str | None):
     """The label database's engine, or a one-line error and exit 2 when it cannot be reached."""
     from review.db import DatabaseUnavailable, make_engine
 
@@ -87,7 +87,7 @@ def register(app: typer.Typer) -> None:
     sessions = typer.Typer(help="Login sessions: list who is logged in, end sessions.", no_args_is_help=True)
     review.add_typer(sessions, name="sessions")
 
-    def _admin(db: str | None, action, done: str) -> None:  # type: ignore[no-untyped-def]
+    def _admin(db: str | None, action, done: str) -> None:
         """Run ``action(session)`` against the label database; AuthError → one-line error, exit 1."""
         from sqlalchemy.orm import Session
 

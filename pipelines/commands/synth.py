@@ -149,13 +149,13 @@ def register(app: typer.Typer) -> None:
         if recovery:
             from pipelines.synthesis.recovery import recovery_trajectories
 
-            def extra(g, trajs):  # type: ignore[no-untyped-def]
+            def extra(g, trajs):
                 return recovery_trajectories(g, trajs, impl.prompts)
 
         with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                       TimeElapsedColumn(), console=console, transient=True) as bar:
 
-            def progress(name: str, total: int):  # type: ignore[no-untyped-def]
+            def progress(name: str, total: int):
                 task = bar.add_task(f"synthesizing ({backend})", total=total)
                 return lambda n: bar.advance(task, n)
 

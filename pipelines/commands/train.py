@@ -20,7 +20,7 @@ EVAL_DATA_HELP = "Held-out dataset directory or Parquet shard of samples."
 OUT_HELP = "Run directory: checkpoints/, metrics.jsonl, rejects.jsonl, final/ (the trained model)."
 
 
-def _overrides(cfg, max_steps: int | None, lr: float | None, progress: bool) -> None:  # type: ignore[no-untyped-def]
+def _overrides(cfg, max_steps: int | None, lr: float | None, progress: bool) -> None:
     if max_steps is not None:
         cfg.run.max_steps = max_steps
     if lr is not None:

@@ -71,7 +71,7 @@ def read_records(path: Path) -> Iterator[bytes]:
 def write_records(path: Path, records: list[bytes], compress: bool = True) -> None:
     """A TFRecord file of ``records`` (GZIP by default, as the public datasets ship): fixtures and exports."""
     opener = gzip.open if compress else open
-    with opener(path, "wb") as f:  # type: ignore[operator]
+    with opener(path, "wb") as f:
         for data in records:
             length = struct.pack("<Q", len(data))
             f.write(length + struct.pack("<I", masked_crc(length)) + data + struct.pack("<I", masked_crc(data)))

@@ -144,7 +144,7 @@ class _LookupCache(_CountingDoFn):
         super().__init__(cache_dir, progress_dir)
         self.hits = Metrics.counter(METRICS_NAMESPACE, "cache_hits")
 
-    def process(self, element: tuple[str, Call]):  # type: ignore[no-untyped-def]
+    def process(self, element: tuple[str, Call]):
         key, call = element
         hit = self.cache.get(key)
         if hit is None or judge(call, hit) is not None:  # an entry today's checks reject is a miss
@@ -166,7 +166,7 @@ class _JudgeAnswer(_CountingDoFn):
         self.last_attempt = last_attempt
         self.counters = {name: Metrics.counter(METRICS_NAMESPACE, name) for name in USAGE_COUNTERS}
 
-    def process(self, element: tuple[str, PredictionResult]):  # type: ignore[no-untyped-def]
+    def process(self, element: tuple[str, PredictionResult]):
         key, prediction = element
         # Beam's PredictionResult is a NamedTuple of unbound TypeVars; BackendModelHandler fills it with a
         # Call and its Result.
@@ -205,7 +205,7 @@ class ResolveCalls(beam.PTransform):
         self.progress_dir = str(progress_dir) if progress_dir is not None else None
         self.max_attempts = max(1, max_attempts)
 
-    def expand(self, calls):  # type: ignore[no-untyped-def]
+    def expand(self, calls):
         unique = calls | "DedupeByKey" >> beam.CombinePerKey(_any_one)
         looked = unique | "LookupCache" >> beam.ParDo(_LookupCache(self.cache_dir, self.progress_dir)).with_outputs(
             _LookupCache.MISS, main="hit")

@@ -96,7 +96,7 @@ class _PlanTasks(beam.DoFn):
     def __init__(self, identity: CacheIdentity):
         self.identity = identity
 
-    def process(self, unit: Unit, graphs: dict[str, AppGraph]):  # type: ignore[no-untyped-def]
+    def process(self, unit: Unit, graphs: dict[str, AppGraph]):
         calls = plan_task_calls(graphs[unit.app_key], unit.plans, unit.language)
         for pid, call in calls.items():
             key = self.identity.key(call)
@@ -110,7 +110,7 @@ class _CheckTasks(beam.DoFn):
     def __init__(self, identity: CacheIdentity):
         self.identity = identity
 
-    def process(self, element: tuple[int, dict[str, list[Any]]], graphs: dict[str, AppGraph]):  # type: ignore[no-untyped-def]
+    def process(self, element: tuple[int, dict[str, list[Any]]], graphs: dict[str, AppGraph]):
         _, grouped = element
         unit: Unit = grouped["unit"][0]
         graph = graphs[unit.app_key]
@@ -131,7 +131,7 @@ class _FinishUnit(beam.DoFn):
         self.identity = identity
         self.staging = staging
 
-    def process(self, element: tuple[int, dict[str, list[Any]]], graphs: dict[str, AppGraph]):  # type: ignore[no-untyped-def]
+    def process(self, element: tuple[int, dict[str, list[Any]]], graphs: dict[str, AppGraph]):
         index, grouped = element
         pending: PendingUnit = grouped["pending"][0]
         unit = pending.unit
@@ -154,7 +154,7 @@ def _route(element: tuple[str, dict[str, list[Any]]]) -> Iterable[tuple[int, tup
         yield index, (slot, result)
 
 
-def _answers_per_unit(label: str, requests, results):  # type: ignore[no-untyped-def]
+def _answers_per_unit(label: str, requests, results):
     return ({"request": requests, "result": results}
             | f"{label}JoinOnKey" >> beam.CoGroupByKey()
             | f"{label}Route" >> beam.FlatMap(_route))

@@ -163,7 +163,7 @@ def _nav_steps(nav: Navigator, hops: list[tuple[Transition, Anchored]], end_obs:
 
 def _role(graph: AppGraph, edge: Transition) -> str:
     _, el = target_of(graph, edge)
-    return el.role if el is not None else ""  # type: ignore[attr-defined]
+    return el.role if el is not None else ""
 
 
 def _terminal(obs: Observation, answer: str = "") -> PlanStep:
@@ -449,17 +449,17 @@ class Planner:
             if a is None:
                 return None
             _, el = target_of(g, f)
-            label = clip(el.label) if el is not None else ""  # type: ignore[attr-defined]
+            label = clip(el.label) if el is not None else ""
             if is_choice(g, f):
-                group = group_label(obs, el) if el is not None else ""  # type: ignore[arg-type]
+                group = group_label(obs, el) if el is not None else ""
                 facts.choices.append((group, label))
                 steps.append(PlanStep(StepRole.CHOOSE, obs.id, a.action, f.id, f.to_observation_id, label,
-                                      el.role if el is not None else "", group))  # type: ignore[attr-defined]
+                                      el.role if el is not None else "", group))
             else:
                 value = " ".join((f.action.text or "").split())
                 facts.fields.append((label, value))
                 steps.append(PlanStep(StepRole.FILL, obs.id, a.action, f.id, f.to_observation_id, label,
-                                      el.role if el is not None else "", label))  # type: ignore[attr-defined]
+                                      el.role if el is not None else "", label))
         c_obs = g.observation(commit.from_observation_id)
         ca = anchor(g, commit, c_obs)
         if ca is None:
@@ -496,7 +496,7 @@ class Planner:
             for t in self.graph.transitions:
                 _, el = target_of(self.graph, t)
                 if el is not None:
-                    tried.setdefault(t.from_state, set()).add(element_key(el))  # type: ignore[arg-type]
+                    tried.setdefault(t.from_state, set()).add(element_key(el))
             self._tried_cache = tried
         return self._tried_cache
 
@@ -525,7 +525,7 @@ class Planner:
             _, el = target_of(g, edge)
             if el is None:
                 continue
-            key = element_key(el)  # type: ignore[arg-type]
+            key = element_key(el)
             names = {key[2].lower(), plan.facts.target.lower()} - {""}
             for state in nav.order:
                 if nav.dist[state] >= j:

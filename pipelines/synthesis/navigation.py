@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from pipelines.synthesis.graph_input import AppGraph
 from pipelines.synthesis.screens import CHOICE_ROLES, ElementKey, element_key, find_element, location_path, occurrence
-from schemas import Action, ActionType, Observation, Transition
+from schemas import Action, ActionType, Element, Observation, Transition
 
 # Labels of controls that commit something; en and zh, matched on whole words / substrings.
 COMMIT_WORDS = re.compile(
@@ -42,7 +42,7 @@ MIN_TYPED_CHARS = 3
 LEAVES_APP = re.compile(r"\b(log ?out|sign ?out)\b|退出|登出|注销", re.IGNORECASE)
 
 
-def target_of(graph: AppGraph, edge: Transition) -> tuple[Observation, object | None]:
+def target_of(graph: AppGraph, edge: Transition) -> tuple[Observation, Element | None]:
     obs = graph.observation(edge.from_observation_id)
     el = obs.element(edge.action.target_element_id) if edge.action.target_element_id else None
     return obs, el
@@ -50,12 +50,12 @@ def target_of(graph: AppGraph, edge: Transition) -> tuple[Observation, object | 
 
 def target_label(graph: AppGraph, edge: Transition) -> str:
     _, el = target_of(graph, edge)
-    return el.label if el is not None else ""  # type: ignore[attr-defined]
+    return el.label if el is not None else ""
 
 
 def target_role(graph: AppGraph, edge: Transition) -> str:
     _, el = target_of(graph, edge)
-    return el.role if el is not None else ""  # type: ignore[attr-defined]
+    return el.role if el is not None else ""
 
 
 def is_commit(graph: AppGraph, edge: Transition) -> bool:
@@ -148,7 +148,7 @@ def anchor(graph: AppGraph, edge: Transition, obs: Observation) -> Anchored | No
         if a.point is not None and (a.image_width, a.image_height) != (obs.width, obs.height):
             return None
         return Anchored(a, obs.id, None, 0)
-    key, nth = element_key(el), occurrence(src, el)  # type: ignore[arg-type]
+    key, nth = element_key(el), occurrence(src, el)
     if obs.id == src.id:
         return Anchored(a, obs.id, key, nth)
     here = find_element(obs, key, nth)
@@ -279,6 +279,6 @@ def form_session(graph: AppGraph, commit: Transition, chain: list[Transition]) -
     last: dict[object, Transition] = {}
     for f in fills:
         _, el = target_of(graph, f)
-        last[element_key(el) if el is not None else f.id] = f  # type: ignore[arg-type]
+        last[element_key(el) if el is not None else f.id] = f
     keep = {t.id for t in last.values()}
     return start, [f for f in fills if f.id in keep]
