@@ -59,4 +59,5 @@ class ExportOptions:
         tag = think_tag or fam_tag
         if tag not in ("think", "thinking"):
             raise ValueError(f"think tag must be think or thinking, got {tag!r}")
+        # ``rest`` is the other fields, passed through from the CLI or a config mapping; not checked here.
         return cls(coords=convention, think_tag=tag, **rest)  # type: ignore[arg-type]

@@ -65,6 +65,7 @@ def tf_row(f: Features) -> dict[str, Any]:
             v = values[0] if values else None
             row[name] = v.decode("utf-8", "replace") if isinstance(v, bytes) and name != "image/encoded" else v
         elif values and isinstance(values[0], bytes):
+            # A feature is one tf.train list kind: its first value being bytes makes it a bytes_list.
             row[name] = [b.decode("utf-8", "replace") for b in values]  # type: ignore[union-attr]
         else:
             row[name] = list(values)

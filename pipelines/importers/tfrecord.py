@@ -42,6 +42,7 @@ def masked_crc(data: bytes) -> int:
 def _open(path: Path) -> BinaryIO:
     with path.open("rb") as f:
         magic = f.read(2)
+    # Both are binary readers; typeshed types GzipFile and BufferedReader as classes, not as BinaryIO.
     return gzip.open(path, "rb") if magic == GZIP_MAGIC else path.open("rb")  # type: ignore[return-value]
 
 

@@ -180,7 +180,7 @@ class _JudgeAnswer(_CountingDoFn):
             self.counters["failures"].inc()
         bad = judge(call, result)
         if bad is None:
-            self.cache.put(key, result)  # type: ignore[arg-type]
+            self.cache.put(key, result)  # type: ignore[arg-type]  # judge() passes Completions only
         elif isinstance(result, Completion) and not self.last_attempt:
             self.counters["reasks"].inc()
             yield beam.pvalue.TaggedOutput(self.RETRY, (key, call.reask(bad.reason)))
