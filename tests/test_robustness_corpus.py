@@ -29,14 +29,7 @@ ENTRIES = ["validate", "curate", "import", "synth", "gate", "curate-out-under-a-
            "validate-empty"]
 
 
-# Curate cases whose fix lives in pipelines/curation/ and pipelines/commands/curate.py, held back until the
-# curation rewrite (#20) has landed there (then ported onto it and this mark removed).
-NEEDS_CURATION_SIDE = {"curate", "curate-blobs-symlink-loop", "curate-empty-input"}
-
-
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(
-    reason="curation side of #16 lands after the curation rewrite (#20)", strict=False))
-    if n in NEEDS_CURATION_SIDE else n for n in ENTRIES])
+@pytest.mark.parametrize("name", ENTRIES)
 def test_entry_point_survives_the_corpus(corpus, name):
     [entry] = [e for e in corpus.entries if e.name == name]
     outcome = judge(entry, run_cli(entry.args))

@@ -81,7 +81,7 @@ def _mean_steps_jsonl(p: Path) -> float:
                 break
             try:
                 steps = json.loads(raw).get("steps")
-            except (ValueError, AttributeError):
+            except (ValueError, AttributeError, RecursionError):  # bad lines are the reader's to reject
                 continue
             if isinstance(steps, list) and steps:
                 counts.append(len(steps))
