@@ -123,6 +123,17 @@ def test_an_unreadable_file_is_one_split_and_one_rejection_and_the_others_go_on(
         assert_that(out[RECORDS] | "Sum" >> beam.CombineGlobally(sum), equal_to([2]), label="records")
 
 
+def test_a_line_nested_100000_deep_among_the_first_records_is_one_reject_not_a_crash(tmp_path):
+    from pipelines.curation.read import read_split
+
+    # Planning samples the first records for their step counts: a hostile line there must not blow the stack.
+    src = _write_jsonl(tmp_path / "in.jsonl", ["[" * 100_000 + "]" * 100_000, _traj(None, 0, "good")])
+    [split] = plan_splits([src], rows_per_shard=100)
+    got = [(k, s.record_id if s.record else s.errors[0].message) for k, s in read_split(split)]
+    assert got[1] == (_key(2), "good")
+    assert got[0][0] == _key(1) and "nest" in got[0][1]
+
+
 def test_a_file_that_fails_part_way_keeps_the_records_before_the_failure(tmp_path, monkeypatch):
     from pipelines.curation import read
 
