@@ -141,7 +141,10 @@ def hamming(a: int, b: int) -> int:
 class Comparator(Protocol):
     """Decides state identity. ``key`` must be equal for captures it considers the same state."""
 
-    uses_phash: bool  # whether ``same`` looks at ``Features.phash`` (else it is not computed)
+    @property
+    def uses_phash(self) -> bool:
+        """Whether ``same`` looks at ``Features.phash`` (else it is not computed)."""
+        ...
 
     def key(self, f: Features, mask: set[str]) -> str: ...
     def same(self, a: Features, b: Features, mask: set[str]) -> bool: ...

@@ -93,8 +93,9 @@ def parse_uiautomator_xml(xml: str | bytes, width: int | None = None, height: in
         raise AndroidXmlError(f"page source root is <{root.tag}>, expected <hierarchy>")
     nodes = list(root)
     first = nodes[0] if nodes else None
-    w = width or int(root.get("width") or 0) or (parse_bounds(first.get("bounds", "")) or (0, 0, 1, 1))[2]
-    h = height or int(root.get("height") or 0) or (parse_bounds(first.get("bounds", "")) or (0, 0, 1, 1))[3]
+    first_bounds = (parse_bounds(first.get("bounds", "")) if first is not None else None) or (0, 0, 1, 1)
+    w = width or int(root.get("width") or 0) or first_bounds[2]
+    h = height or int(root.get("height") or 0) or first_bounds[3]
     app_packages = [n.get("package", "") for n in nodes if not _is_ignored(n)]
     package = app_packages[-1] if app_packages else ""
     widgets: list[Widget] = []

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypedDict, Unpack
 
 from explorers.abstraction import REPEAT_MIN, element_key, row_template
 from explorers.forms import FormFiller
@@ -38,7 +39,15 @@ class Candidate:
         return f"{self.action.type} {label!r}" if label else self.action.type
 
 
-def _pointed(t: ActionType, w: Widget, screen: Screen, **extra: object) -> Action:
+class _PointedExtra(TypedDict, total=False):
+    """The per-type fields a pointed candidate may add (typed, so a misspelt field fails mypy)."""
+
+    text: str
+    duration_ms: int
+    direction: str
+
+
+def _pointed(t: ActionType, w: Widget, screen: Screen, **extra: Unpack[_PointedExtra]) -> Action:
     b = w.element.bbox
     x, y = b.center
     return Action(type=t, x=round(x, 1), y=round(y, 1), image_width=screen.width, image_height=screen.height,

@@ -232,15 +232,15 @@ class Device:
         if t is ActionType.CLICK and (action.button or action.clicks):
             if not action.valid_on(self.adapter.platform):
                 raise ValueError(f"a {action.full_type} cannot be executed on {self.adapter.platform}")
-            self.mouse_click(action.x, action.y, action.button or "left", action.clicks or 1)
+            self.mouse_click(*_point(action), action.button or "left", action.clicks or 1)
         elif t is ActionType.CLICK:
-            self.tap(action.x, action.y)
+            self.tap(*_point(action))
         elif t is ActionType.HOVER:
-            self.hover(action.x, action.y)
+            self.hover(*_point(action))
         elif t is ActionType.LONG_PRESS:
-            self.long_press(action.x, action.y, action.duration_ms or LONG_PRESS_MS)
+            self.long_press(*_point(action), action.duration_ms or LONG_PRESS_MS)
         elif t is ActionType.SWIPE and action.x2 is not None:
-            self.swipe(action.x, action.y, action.x2, action.y2, action.duration_ms or SWIPE_MS)
+            self.swipe(*_point(action), *_point(action, end=True), action.duration_ms or SWIPE_MS)
         elif t in (ActionType.SCROLL, ActionType.SWIPE):
             self.scroll(action.direction or "down", action.x, action.y)
         elif t is ActionType.TYPE:
@@ -281,3 +281,13 @@ class Device:
     def quit(self) -> None:
         with contextlib.suppress(Exception):  # a dead session cannot be quit; nothing else to do
             self.driver.quit()
+
+
+def _point(action: Action, end: bool = False) -> tuple[float, float]:
+    """The (x, y) a pointed action acts at (``end``: where a swipe ends). A pointed action without its
+    coordinates is a bug upstream, so it fails here, naming the action, instead of clicking at a guess."""
+    x, y = (action.x2, action.y2) if end else (action.x, action.y)
+    if x is None or y is None:
+        which = "x2/y2" if end else "x/y"
+        raise ValueError(f"{action.full_type} action has no {which} to act at: {action!r}")
+    return x, y

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from multiprocessing.connection import Connection
 from multiprocessing.connection import wait as mp_wait
-from typing import Any
+from typing import Any, cast
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -233,7 +233,8 @@ def run_farm(config: CrawlConfig, console: Console | None = None, show_progress:
             ready = mp_wait([*by_conn, *by_sentinel], timeout=0.5)
             dead: set[int] = set()
             for obj in ready:
-                i = by_sentinel[obj] if obj in by_sentinel else by_conn[obj]
+                # sentinels are ints; everything else mp_wait returns here is one of the workers' pipes
+                i = by_sentinel[obj] if isinstance(obj, int) else by_conn[cast(Connection, obj)]
                 if obj in by_sentinel or not drain(i):
                     dead.add(i)
             for i in sorted(dead):

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from decimal import Decimal, InvalidOperation
+from typing import cast
 
 from explorers.screen import Widget
 
@@ -196,7 +197,7 @@ def _generate(pattern: str) -> str | None:
             elif name == "IN":
                 out.append(_class_char(arg))  # type: ignore[arg-type]
             elif name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
-                lo, hi, sub = arg  # type: ignore[misc]
+                lo, hi, sub = cast("tuple[int, int, list[tuple[object, object]]]", arg)
                 n = max(lo, 1) if hi >= 1 else 0
                 out.append(gen(list(sub)) * min(n, 40))
             elif name == "SUBPATTERN":
@@ -229,7 +230,7 @@ def _class_char(items: list[tuple[object, object]]) -> str:
         if name == "LITERAL":
             allowed.append(chr(arg))  # type: ignore[arg-type]
         elif name == "RANGE":
-            lo, hi = arg  # type: ignore[misc]
+            lo, hi = cast("tuple[int, int]", arg)
             allowed.append(chr(lo if not (lo <= ord("a") <= hi) else ord("a")))
         elif name == "CATEGORY":
             allowed.append(_category_char(str(arg)))

@@ -153,9 +153,10 @@ class GreedyPolicy:
     def _observe(self, graph: Graph, state: str) -> None:
         new = state not in self._visited
         self._visited.add(state)
-        if self._last_class not in (None, "type-required"):
-            self._tries[self._last_class] = self._tries.get(self._last_class, 0) + 1
-            self._hits[self._last_class] = self._hits.get(self._last_class, 0) + int(new)
+        cls = self._last_class
+        if cls is not None and cls != "type-required":
+            self._tries[cls] = self._tries.get(cls, 0) + 1
+            self._hits[cls] = self._hits.get(cls, 0) + int(new)
         if self._last_target is not None:
             if self._last_target[1] and self._last_hop is not None:
                 tries, changed = self._label_effect.get(self._last_target[1], (0, 0))
@@ -322,7 +323,7 @@ class GreedyPolicy:
                 self._hop_misses[hop] = 0
             self._expected = None
         if self._last_hop is not None:
-            tos = graph.edges.get(self._last_hop, {})
+            tos: Counter[str] = graph.edges.get(self._last_hop) or Counter()
             if any(graph.canonical(t) == state for t in tos):  # the graph recorded the same landing
                 self._latest[self._last_hop] = state  # apps change their data: the latest outcome predicts best
             self._last_hop = None

@@ -181,10 +181,11 @@ def find_shortcuts(graph: Graph, sources: Iterable[str] | None = None,
     led: dict[tuple[str, str], set[str]] = {}
     for (s, key), tos in graph.edges.items():
         s = graph.canonical(s)
-        info = graph.states.get(s)
-        if info is None:
+        edge_src = graph.states.get(s)
+        if edge_src is None:
             continue
-        ident = (info.targets.get(key, ""), normalize_text(info.hints.get(key, {}).get("label", "")).casefold())
+        ident = (edge_src.targets.get(key, ""),
+                 normalize_text(edge_src.hints.get(key, {}).get("label", "")).casefold())
         if ident[0]:
             led.setdefault(ident, set()).update(graph.canonical(t) for t in tos)
     want = set(dst)

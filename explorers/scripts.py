@@ -105,21 +105,22 @@ def wait_until_shown(device: Device, selector: str, timeout_s: float) -> str:
 def run_step(device: Device, step: ScriptStep, base: str) -> str:
     """Execute one step; returns a one-line description for the audit log."""
     verb = step.verb
-    if verb == "open":
-        target = urljoin(base, step.open) if device.platform == Platform.WEB else step.open
-        device.open(target)
-    elif verb == "tap":
-        device.tap(*wait_for(device, step.tap, step.timeout_s))
-    elif verb == "type":
-        device.type_text(step.text or "", *wait_for(device, step.type, step.timeout_s))
-    elif verb == "select":
-        device.type_text(step.value or "", *wait_for(device, step.select, step.timeout_s))
-    elif verb == "key":
-        device.key(step.key or "")
-    elif verb == "wait_for":
-        wait_for(device, step.wait_for, step.timeout_s)
-    device.settle()
     arg = getattr(step, verb)
+    if not isinstance(arg, str):  # ScriptStep's validator makes the verb's field a string; anything else is a bug
+        raise ValueError(f"script step {verb!r} has no string argument: {step!r}")
+    if verb == "open":
+        device.open(urljoin(base, arg) if device.platform == Platform.WEB else arg)
+    elif verb == "tap":
+        device.tap(*wait_for(device, arg, step.timeout_s))
+    elif verb == "type":
+        device.type_text(step.text or "", *wait_for(device, arg, step.timeout_s))
+    elif verb == "select":
+        device.type_text(step.value or "", *wait_for(device, arg, step.timeout_s))
+    elif verb == "key":
+        device.key(arg)
+    elif verb == "wait_for":
+        wait_for(device, arg, step.timeout_s)
+    device.settle()
     return f"{verb} {arg!r}" + (" (text hidden)" if verb == "type" else "")
 
 

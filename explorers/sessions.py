@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from appium import webdriver
+from appium.options.common import AppiumOptions
+from selenium.webdriver.chrome.options import Options as ChromeOptions
 
 from explorers.android_platform import AndroidAdapter
 from explorers.capabilities import appium_chromium_options, appium_options_from, chrome_options
@@ -57,6 +59,7 @@ def open_device(endpoint: EndpointSpec, profile: Profile, settle: SettleConfig |
         return OpenedDevice(driver, AndroidAdapter(), settle)
     profile_dir = Path(tempfile.mkdtemp(prefix="trajforge-chromium-"))
     look = profile.look()
+    options: AppiumOptions | ChromeOptions
     if endpoint.kind == "appium-chromium":
         options = appium_chromium_options(profile_dir, look=look)
     else:
@@ -64,7 +67,9 @@ def open_device(endpoint: EndpointSpec, profile: Profile, settle: SettleConfig |
     for key, value in endpoint.capabilities.items():
         options.set_capability(key, value)
     try:
-        driver = webdriver.Remote(command_executor=endpoint.url, options=options)
+        # appium's stub names only AppiumOptions, but Remote just reads options.to_capabilities(), which selenium's
+        # ChromeOptions has too: one client class drives chromedriver and Appium alike
+        driver = webdriver.Remote(command_executor=endpoint.url, options=options)  # type: ignore[arg-type]
     except BaseException:
         shutil.rmtree(profile_dir, ignore_errors=True)
         raise

@@ -191,10 +191,10 @@ class GraphStore:
                          "n_offered": len(offered.get(sid, ())), "n_tried": len(tried.get(sid, ())),
                          "out_degree": len(n["out"]), "workers": sorted(n["workers"]),
                          "aliases": sorted(n["aliases"])})
-        write_parquet(sorted(observations.values(), key=lambda o: o.timestamp), self.dir / "observations.parquet",
-                      "observation")
-        write_parquet(sorted(transitions.values(), key=lambda t: t.timestamp), self.dir / "transitions.parquet",
-                      "transition")
+        obs_rows: list[Observation] = sorted(observations.values(), key=lambda o: o.timestamp)
+        tr_rows: list[Transition] = sorted(transitions.values(), key=lambda t: t.timestamp)
+        write_parquet(obs_rows, self.dir / "observations.parquet", "observation")
+        write_parquet(tr_rows, self.dir / "transitions.parquet", "transition")
         _write_table(pa.Table.from_pylist(rows, schema=NODE_SCHEMA), self.dir / "nodes.parquet")
         return ExportSummary(len(nodes), len(transitions), len(observations), dups)
 

@@ -78,7 +78,7 @@ class WebAdapter:
             pixel_ratio=round(self._dpr, 3),
             widgets=parse_web_elements(result, width, height),
             screenshot=png,
-            title=result.get("title") if isinstance(result.get("title"), str) else "",
+            title=title if isinstance(title := result.get("title"), str) else "",
             scroll_y=float(result.get("scrollY") or 0),
             scroll_height=float(result.get("scrollH") or 0),
             extract_errors=[str(e) for e in result.get("errors") or []],

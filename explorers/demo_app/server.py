@@ -45,6 +45,7 @@ class DemoServer(ThreadingHTTPServer):
     @property
     def url(self) -> str:
         host, port = self.server_address[:2]
+        host = host.decode() if isinstance(host, bytes) else host  # AF_INET gives str; the stub allows bytes
         return f"http://{host}:{port}"
 
 
