@@ -14,7 +14,7 @@ bootstrap:
 	./scripts/bootstrap.sh
 
 # Every tier: what CI runs (.ci/run) and what the README documents.
-test: bootstrap
+test: bootstrap typecheck
 	$(VENV_PY) -m pytest -q $(PYTEST_ARGS)
 
 # The fast tier for development: no browser, no servers, no end-to-end jobs (markers in tests/conftest.py).
