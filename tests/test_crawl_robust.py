@@ -52,7 +52,8 @@ PAGES = {
     # An add-bill form like I Hate Money's: the payer select's values are member ids, its options their names;
     # the text field has focus, as it does when the page loads.
     "/bill": """<h1>Add a bill</h1><form method="post" action="/bill"><label for="what">What?</label>
-        <input id="what" name="what" autofocus required><label for="payer">Who paid?</label><select id="payer" name="payer">
+        <input id="what" name="what" autofocus required><label for="payer">Who paid?</label>
+        <select id="payer" name="payer">
         <option value="6">Alice</option><option value="7">Bob</option></select><button>Add</button></form>""",
     # The login field exists but is hidden (as on a page that keeps a collapsed login box in its header).
     "/login-hidden": """<h1>Welcome</h1><form action="/login"><input name="pass" type="password"
