@@ -215,3 +215,20 @@ def test_a_goal_is_the_capture_its_own_tap_reached_when_a_state_merges_different
     assert answer.edge_ids == ("e00",) and answer.goal.observation_id == kyoto.id
     assert answer.goal.answer == "Book the ryokan and visit Fushimi Inari early" != GROCERIES_TEXT
     assert plans[("item", "Trip to Kyoto")].goal.observation_id == kyoto.id
+
+
+def test_a_tap_on_one_of_several_look_alike_controls_is_refused_as_ambiguous():
+    from pipelines.synthesis.goals import Planner
+
+    # Two visible "Settings" links with one identity (every row's "edit" link, in a real app): nothing in a task
+    # could say which one, so no task is built on either.
+    twin = Element(id="settings-2", role="link", text="Settings", resource_id="nav-settings",
+                   bbox=BBox(x1=300, y1=230, x2=380, y2=250), clickable=True)
+    planner = Planner(notes_graph(extra={"notes": [twin]}))
+    assert ("screen", "Settings") not in {(p.kind, p.facts.target) for p in planner.plans()}
+    reasons = {(r[0].facts.target, r[1]) for r in planner.refused}
+    assert ("Settings", "ambiguous_target") in reasons
+    # Hidden (a collapsed menu's copy): one control on screen, the plan stands.
+    hidden = twin.model_copy(update={"visible": False})
+    kept = plan_goals(notes_graph(extra={"notes": [hidden]}))
+    assert ("screen", "Settings") in {(p.kind, p.facts.target) for p in kept}

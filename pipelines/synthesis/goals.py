@@ -274,8 +274,30 @@ class Planner:
             if detour:
                 self.refused.append((p, "detour_plan", detour))
                 continue
+            unclear = self.ambiguous(p)
+            if unclear:
+                self.refused.append((p, "ambiguous_target", unclear))
+                continue
             unique.append(p)
         return unique
+
+    def ambiguous(self, plan: GoalPlan) -> str:
+        """Why a step's control cannot be told apart from its look-alikes, or "": several visible controls on
+        the screen read the same (every bill row's "edit" link), and nothing in the task or the instruction
+        says which one — an agent could not know, and a replay on a fresh list may press another row's."""
+        g = self.graph
+        for i, s in enumerate(plan.steps):
+            if not (s.edge_id and s.action.target_element_id):
+                continue
+            obs = g.observation(s.observation_id)
+            el = obs.element(s.action.target_element_id)
+            if el is None:
+                continue
+            key = element_key(el)
+            twins = sum(1 for e in obs.elements if e.visible and element_key(e) == key)
+            if twins > 1:
+                return f"step {i + 1}: {twins} controls on screen read “{clip(el.label)}”; nothing says which"
+        return ""
 
     def detour(self, plan: GoalPlan) -> str:
         """Why the plan wanders, or "": a later step's control was already on screen, visible and enabled,
