@@ -616,7 +616,10 @@ def _judge_gate(o: Outcome) -> None:
     o.lost += sorted(o.entry.good - kept)
     _judge_rejects(o, _rejects_under(version / "rejects"))
     t = json.loads((version / "manifest.json").read_text())["totals"]
-    if t["samples_in"] != o.entry.records or t["samples_in"] != t["samples_kept"] + t["samples_rejected"]:
+    # The gate carries the parent version's rejects forward (they count in and stay rejected), so the rows it
+    # was given are samples_in less the carried ones.
+    given = t["samples_in"] - t.get("human_gate", {}).get("carried_rejects", 0)
+    if given != o.entry.records or t["samples_in"] != t["samples_kept"] + t["samples_rejected"]:
         o.unreconciled = True
         o.problems.append(f"gate totals {t} do not reconcile with {o.entry.records} input rows")
 
