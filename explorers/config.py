@@ -14,18 +14,15 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, model_validator
 
 from explorers.reset import ResetConfig
+from schemas.base import ConfigModel
 
 STEP_VERBS = ("open", "tap", "type", "select", "key", "wait_for")
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class ScriptStep(_Strict):
+class ScriptStep(ConfigModel):
     open: str | None = None
     tap: str | None = None
     type: str | None = None
@@ -62,12 +59,12 @@ class _Keep(dict):
         return "{" + key + "}"
 
 
-class LoginConfig(_Strict):
+class LoginConfig(ConfigModel):
     when_present: str  # selector that is visible only when logged out (e.g. the username field)
     steps: list[ScriptStep]
 
 
-class DenyConfig(_Strict):
+class DenyConfig(ConfigModel):
     """Extra deny patterns; ``allow_categories`` switches default categories off (``explorers.safety``'s
     ``DENY_CATEGORIES``: destroy, money, messaging, session, publish, moderation, workflow, content-model,
     permissions, account); ``replace_defaults`` starts from no default pattern at all."""
@@ -93,7 +90,7 @@ class DenyConfig(_Strict):
         return self
 
 
-class AppConfig(_Strict):
+class AppConfig(ConfigModel):
     id: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
     platform: Literal["web", "android"] = "web"
     entry: str = Field(min_length=1)  # URL (web) or package[/activity] (android)
@@ -124,21 +121,21 @@ class AppConfig(_Strict):
     reset_after_write: bool | None = None
 
 
-class DeviceConfig(_Strict):
+class DeviceConfig(ConfigModel):
     name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
     url: str = Field(min_length=1)
     kind: Literal["chromedriver", "appium-chromium", "appium-android", "grid"] = "chromedriver"
     capabilities: dict[str, Any] = Field(default_factory=dict)
 
 
-class MatrixConfig(_Strict):
+class MatrixConfig(ConfigModel):
     profiles: list[str] = Field(default_factory=lambda: ["desktop"], min_length=1)
     locales: list[str] = Field(default_factory=lambda: ["en"], min_length=1)
     color_schemes: list[str] = Field(default_factory=lambda: ["light"], min_length=1)
     font_scales: list[float] = Field(default_factory=lambda: [1.0], min_length=1)
 
 
-class BudgetConfig(_Strict):
+class BudgetConfig(ConfigModel):
     max_steps: int = Field(default=200, ge=1)  # per (app, profile) job, counted across resumes
     max_seconds: float = Field(default=900.0, gt=0)  # per job and run
     max_restarts: int = Field(default=30, ge=0)
@@ -148,14 +145,14 @@ class BudgetConfig(_Strict):
     max_errors: int = Field(default=20, ge=0)
 
 
-class SettleSection(_Strict):
+class SettleSection(ConfigModel):
     timeout_s: float = Field(default=3.0, gt=0)
     interval_s: float = Field(default=0.05, gt=0)
     quiet_polls: int = Field(default=2, ge=1)  # polling fallback (Android): equal probes in a row
     quiet_s: float = Field(default=0.03, ge=0)  # web: in-page quiet window after an action
 
 
-class CrawlConfig(_Strict):
+class CrawlConfig(ConfigModel):
     run_id: str = Field(default="crawl", pattern=r"^[A-Za-z0-9_.-]+$")
     output: str = "runs/crawl"
     blob_root: str | None = None  # shared blob store (any fsspec URL); default <output>/<app>/blobs

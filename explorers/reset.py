@@ -14,16 +14,16 @@ import urllib.error
 import urllib.request
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
+
+from schemas.base import ConfigModel
 
 
 class ResetFailed(RuntimeError):
     """The reset hook did not succeed; the message says which hook and why."""
 
 
-class ResetConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class ResetConfig(ConfigModel):
     url: str | None = None  # requested with ``method``; any 2xx/3xx status is success
     method: Literal["GET", "POST"] = "POST"
     command: list[str] | None = Field(default=None, min_length=1)  # argv, run without a shell; must exit 0

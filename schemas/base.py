@@ -41,6 +41,13 @@ Float = Annotated[float, BeforeValidator(_number_not_text)]
 Bool = Annotated[bool, Strict()]
 
 
+class ConfigModel(BaseModel):
+    """Base of every YAML config section (crawl, nightly): an unknown key is an error naming it, never ignored —
+    a misspelt option silently falling back to its default is the worst kind of config bug."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
 class Record(BaseModel):
     """Base model: unknown fields are errors (a misspelt key must not vanish silently), enums dump as strings,
     and no float is NaN or infinite."""

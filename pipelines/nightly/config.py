@@ -20,27 +20,24 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator
 
 from explorers.config import ConfigError as CrawlConfigError
 from explorers.config import CrawlConfig, parse_config
 from pipelines.curation.config import CurateConfig
 from pipelines.synthesis.factory import DEFAULT_BASE_URL, DEFAULT_CONCURRENCY
 from pipelines.synthesis.prompts import DEFAULT_VERSION
+from schemas.base import ConfigModel
 
 PLACEHOLDERS = ("${chromedriver}", "${demo_app}")
 CURATION_OWNED = ("inputs", "out", "blobs")  # set by the job, not the config
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class DemoAppServer(_Strict):
+class DemoAppServer(ConfigModel):
     port: int = Field(default=8765, ge=0, le=65535)  # fixed: screen locations include host:port
 
 
-class ServersConfig(_Strict):
+class ServersConfig(ConfigModel):
     chromedriver: bool = False
     demo_app: DemoAppServer | None = None
 
@@ -48,7 +45,7 @@ class ServersConfig(_Strict):
 PlanKind = Literal["screen", "item", "answer", "create", "edit", "setting"]
 
 
-class PlansSection(_Strict):
+class PlansSection(ConfigModel):
     """Which goal plans synthesis turns into tasks (``pipelines.synthesis.runner.PlanConfig``)."""
 
     max_steps: int = Field(default=14, ge=1)
@@ -56,7 +53,7 @@ class PlansSection(_Strict):
     max_plans: int = Field(default=500, ge=1)
 
 
-class SynthesisConfig(_Strict):
+class SynthesisConfig(ConfigModel):
     backend: Literal["offline", "openai", "transformers"] = "offline"
     model: str | None = None
     base_url: str = DEFAULT_BASE_URL
@@ -70,17 +67,17 @@ class SynthesisConfig(_Strict):
     price_out_per_mtok: float = Field(default=0.0, ge=0)
 
 
-class DriftConfig(_Strict):
+class DriftConfig(ConfigModel):
     enabled: bool = True
     sample: int = Field(default=20, ge=0)  # trajectories of the last version replayed per night
 
 
-class RetentionConfig(_Strict):
+class RetentionConfig(ConfigModel):
     keep_versions: int = Field(default=5, ge=1)
     prune_blobs: bool = True
 
 
-class NightlyConfig(_Strict):
+class NightlyConfig(ConfigModel):
     name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
     workspace: str = Field(min_length=1)
     output: str | None = None  # default <workspace>/dataset
