@@ -124,7 +124,9 @@ def test_a_navigation_during_the_wait_is_followed_to_the_new_page(device: Opened
 def test_an_endless_spinner_does_not_hold_the_wait_to_its_timeout(device: OpenedDevice, pages_url: str) -> None:
     _open_and_tap(device, pages_url + "/spinner")
     settled, screen = device.settle_and_capture()
-    assert settled.stable and settled.waited_s < 1.5
+    # stable means the page settled before the timeout (a wait held by the spinner returns stable=False at it);
+    # no wall-clock bound, so a loaded machine cannot fail it.
+    assert settled.stable
     assert "tapped" in _texts(screen)
 
 
