@@ -138,8 +138,14 @@ def test_greedy_policy_walks_to_unexplored_states_and_stops_when_done() -> None:
 
 def test_settle_is_bounded_and_never_sleeps_a_fixed_time() -> None:
     ticks = iter(range(1000))
-    res = wait_until_stable(lambda: next(ticks), SettleConfig(timeout_s=0.2, interval_s=0.01))
-    assert not res.stable and res.waited_s < 1
+    now = [0.0]  # a fake clock advanced only by the settle loop's own sleeps: deterministic on any machine
+
+    def sleep(s: float) -> None:
+        now[0] += s
+
+    res = wait_until_stable(lambda: next(ticks), SettleConfig(timeout_s=0.2, interval_s=0.01),
+                            clock=lambda: now[0], sleep=sleep)
+    assert not res.stable and 0.2 <= res.waited_s < 0.2 + 0.01 + 1e-9  # stops at the first poll past the timeout
     vals = iter([1, 2, 3, 3, 3])
     res = wait_until_stable(lambda: next(vals), SettleConfig(timeout_s=5, interval_s=0.001))
     assert res.stable and res.polls == 4
