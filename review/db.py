@@ -32,7 +32,7 @@ from sqlalchemy import (
     text,
 )
 from sqlalchemy.exc import InterfaceError, OperationalError
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 DEFAULT_DB_ENV = "TRAJFORGE_REVIEW_DB"
 DEFAULT_DB_URL = "sqlite:///trajforge-review.sqlite"
@@ -225,7 +225,3 @@ def _sqlite_pragmas(dbapi_conn, _record) -> None:  # type: ignore[no-untyped-def
     cur.execute("PRAGMA foreign_keys=ON")
     cur.execute("PRAGMA journal_mode=WAL")  # readers (export, gate) don't block the annotators' writes
     cur.close()
-
-
-def session_factory(engine: Engine) -> sessionmaker:
-    return sessionmaker(engine, expire_on_commit=False)
