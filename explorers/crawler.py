@@ -157,13 +157,10 @@ class Crawler:
             return
         pid = int(data.get("pid") or 0)
         if pid and pid != os.getpid():
-            try:
-                os.kill(pid, 0)
-                return  # that run is still alive: its session is not ours to end
-            except ProcessLookupError:
-                pass
-            except PermissionError:
-                return
+            from pipelines.processes import process_start  # stdlib-only; a zombie counts as gone
+
+            if process_start(pid) is not None:
+                return  # that run is still alive (or not ours to judge): its session is not ours to end
         from explorers.farm import close_orphaned_session
 
         ok = close_orphaned_session(str(data.get("endpoint") or self.endpoint.url), str(data.get("session_id")),

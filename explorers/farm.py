@@ -18,6 +18,7 @@ import contextlib
 import multiprocessing as mp
 import os
 import shutil
+import signal
 import time
 import traceback
 import urllib.request
@@ -26,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from multiprocessing.connection import Connection
 from multiprocessing.connection import wait as mp_wait
+from pathlib import Path
 from typing import Any, cast
 
 from rich.console import Console
@@ -125,8 +127,25 @@ def close_orphaned_session(endpoint_url: str, session_id: str, profile_dir: str 
     except (OSError, ValueError):
         pass
     if profile_dir:
+        _kill_browsers_of(profile_dir)
         shutil.rmtree(profile_dir, ignore_errors=True)
     return ok
+
+
+def _kill_browsers_of(profile_dir: str) -> None:
+    """SIGKILL local browser processes still running on ``profile_dir``. The DELETE above asks chromedriver to
+    quit the browser, but on a loaded machine it may time out or return before Chromium exits; the profile
+    directory is unique to the dead session (trajforge created it), so whatever still runs on it is that
+    session's browser. A remote endpoint's browsers are not local and are left to the DELETE."""
+    marker = f"--user-data-dir={profile_dir}".encode()
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            if marker in (d / "cmdline").read_bytes():
+                os.kill(int(d.name), signal.SIGKILL)
+        except (OSError, ValueError):
+            continue
 
 
 def run_farm(config: CrawlConfig, console: Console | None = None, show_progress: bool = True,
