@@ -11,16 +11,29 @@
    random reaches a new state on most steps the ratio cannot be large whatever the policy does. Both crawls are counted
    with one abstraction: the dynamic regions (clocks, banners) learned by *either* crawl are masked in both,
    so a crawl that revisits less (and so learns fewer masks) is not credited with clock variants as states.
-   Apps: the bundled demo app,
-   plus TiddlyWiki and I Hate Money when they are installed (``python -m tests.thirdparty install``;
-   ``--thirdparty yes`` installs them, ``no`` skips them).
+   Apps: the bundled demo app and six real apps from the registries, each installed (pinned, into
+   ``tools/thirdparty/``) and seeded by ``tests/thirdparty.py`` / ``tests/thirdparty_apps.py``, with the crawl
+   config a user would write from its README: TiddlyWiki and I Hate Money, datasette and Trac (PyPI), a docsify
+   site and the Node-RED editor (npm). ``--thirdparty yes`` installs what is missing, ``auto`` (default) crawls
+   those already installed (``python -m tests.thirdparty install``), ``no`` only the demo app; ``--apps`` picks.
    The same crawls give the other exploration figures: ``states_vs_dfs`` (greedy against DroidBot's naive
    depth-first baseline, ``explorers.policy.DepthFirstPolicy``, crawling a third fresh instance at the same
-   time), ``coverage_vs_random`` (geometric mean over the apps that report their own code coverage — I Hate
-   Money, served under coverage.py, lines of its package that ran after start-up — of greedy's covered lines
-   over random's), ``crawl_failures`` (jobs that died) and ``unintended_writes`` (changes the crawls made that
-   nobody allowed, read from each app's own data: the demo app's log of dangerous actions done, I Hate Money's
-   seeded database rows edited or removed, TiddlyWiki's stored tiddlers edited or removed).
+   time), ``coverage_vs_random`` (geometric mean, over the apps that report their own code coverage, of greedy's
+   covered code over random's: for I Hate Money, datasette and Trac, served under coverage.py, lines of the app's
+   package; with ``--js-coverage``, for TiddlyWiki, docsify and Node-RED, characters of the app's own scripts
+   that ran in Chromium, ``explorers.js_coverage``). **Coverage is counted beyond a baseline**, as test-generation
+   papers do (code reached by the crawl's interactions, not by merely opening the app): the baseline is what
+   loading the entry screen runs. For the JS apps it is measured per crawl, as the union of every restart's
+   landing (entry URL loaded, login and setup run, screen settled and read); for the Python apps, per crawl on
+   the crawl's own instance, as what start-up's readiness probe and one landing on the entry screen (a browser
+   session opening it, settling and logging in like a restart) ran before the crawl starts
+   (``tests.thirdparty.mark_baseline``). A line or character counts when the crawl ran it and the baseline did
+   not; the union-of-restarts baseline charges a policy that restarts more, never credits it. The raw totals
+   (everything that ran, page load included) are printed too (``coverage_vs_random_raw``, ``covered_*_raw``).
+   ``crawl_failures`` (jobs that died) and ``unintended_writes`` (changes the crawls made that
+   nobody allowed, read from each app's own data: the demo app's log of dangerous actions done, seeded database
+   rows edited or removed, TiddlyWiki's stored tiddlers and Node-RED's deployed nodes edited or removed).
+   A per-app table (states, coverage and unintended writes per policy) closes this part; ``--json`` saves it.
 2. ``steps_vs_raw`` — steps/s of a trajforge crawl (random policy, so the choice of action is as cheap as the
    raw loop's) vs a raw Selenium loop doing the same observe+act calls on the same app and profile: find the
    clickable elements, screenshot, page source, tap one at random with a zero-duration pointer, wait for
@@ -28,9 +41,11 @@
 3. ``farm_2_vs_1`` — wall time of the farm running the same jobs (demo app × 2 viewports × 2 locales, 40 steps
    each) on 1 vs 2 chromedriver devices, one worker process each; worker start-up is included, as users pay it.
 
-Prints ``BENCH`` lines, per app and policy first; the last seven are ``crawl_failures``, ``unintended_writes``,
-``coverage_vs_random``, ``states_vs_dfs``, ``states_vs_random``, ``steps_vs_raw`` and ``farm_2_vs_1``.
-Usage: ``python benchmarks/bench_explore.py [--steps 40] [--raw-steps 40] [--farm-steps 15] [--thirdparty auto]``.
+Prints ``BENCH`` lines, per app and policy first; then ``crawl_failures``, ``unintended_writes``,
+``coverage_vs_random`` (beyond the baseline; ``coverage_vs_random_raw`` beside it), ``states_vs_dfs``,
+``states_vs_random``, ``steps_vs_raw`` and ``farm_2_vs_1``.
+Usage: ``python benchmarks/bench_explore.py [--steps 40] [--raw-steps 40] [--farm-steps 15] [--thirdparty auto]
+[--apps datasette,trac] [--js-coverage] [--crawls-only] [--json FILE]``.
 """
 
 from __future__ import annotations
@@ -43,7 +58,9 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -58,28 +75,36 @@ from selenium.webdriver.common.actions import interaction  # noqa: E402
 from selenium.webdriver.common.actions.action_builder import ActionBuilder  # noqa: E402
 from selenium.webdriver.common.actions.pointer_input import PointerInput  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.remote.webdriver import WebDriver  # noqa: E402
 
 from explorers.abstraction import Features, exact_hash  # noqa: E402
 from explorers.config import parse_config  # noqa: E402
 from explorers.crawler import Crawler  # noqa: E402
 from explorers.demo_app.crawl_config import login_script  # noqa: E402
 from explorers.farm import run_farm  # noqa: E402
+from explorers.js_coverage import summary_of  # noqa: E402
 from explorers.local_servers import ManagedProcess, start_chromedriver, start_demo_app  # noqa: E402
 from explorers.profiles import VIEWPORTS, Profile  # noqa: E402
-from explorers.scripts import run_step  # noqa: E402
+from explorers.scripts import log_in, run_step  # noqa: E402
 from explorers.sessions import EndpointSpec, open_device  # noqa: E402
 from explorers.store import GraphStore  # noqa: E402
-from tests import thirdparty  # noqa: E402
+from tests import thirdparty, thirdparty_apps  # noqa: E402
 
 DEMO_LOGIN = login_script()
 RAW_CLICKABLE = "a[href], button, input, select, textarea, [role=button], [role=link], [onclick], summary, label"
-console = Console(stderr=True)
+console = Console(stderr=True, width=200)  # the per-app table is wide; a log file is not a terminal
 POLICIES = ("greedy", "random", "dfs")
-COVERAGE_APPS = {"ihatemoney"}  # Python apps served under coverage.py (the app's own lines covered)
+THIRDPARTY_KINDS = ("tiddlywiki", "ihatemoney", "datasette", "trac", "docsify", "node-red")
+# Python apps served under coverage.py (lines of the app's own package that ran after start-up), and their venvs.
+PYTHON_COVERAGE = {"ihatemoney": thirdparty.IHATEMONEY_PYTHON,
+                   "datasette": thirdparty_apps.venv_python(thirdparty_apps.DATASETTE_VENV),
+                   "trac": thirdparty_apps.venv_python(thirdparty_apps.TRAC_VENV)}
+JS_COVERAGE = {"tiddlywiki", "docsify", "node-red"}  # apps whose logic runs in the page: Chromium's precise coverage
 
 
 def demo_app(url: str) -> dict[str, Any]:
-    return {"id": "demo-notes", "entry": url + "/", "login": DEMO_LOGIN}
+    # Its data is per browser session (``explorers.demo_app.crawl_config.app_config``): edits harm nobody.
+    return {"id": "demo-notes", "entry": url + "/", "login": DEMO_LOGIN, "submit_edits": True}
 
 
 def _config(out: Path, devices: list[str], apps: list[dict[str, Any]], steps: int, policy: str = "greedy",
@@ -97,7 +122,7 @@ def crawl(out: Path, device: str, app: dict[str, Any], steps: int, policy: str) 
     cfg = _config(out, [device], [app], steps, policy)
     marks: list[tuple[int, float]] = []
     crawler = Crawler(cfg, cfg.apps[0], Profile(VIEWPORTS["desktop"]), EndpointSpec("d0", device),
-                      lambda d: marks.append((d["steps"], time.perf_counter())))
+                      lambda d: marks.append((d.steps, time.perf_counter())))
     stats = crawler.run()
     GraphStore(out, cfg.apps[0].id).export()
     # Only screens of the app count: a browser error page or new-tab page reached by a stray link is not coverage.
@@ -109,14 +134,35 @@ def crawl(out: Path, device: str, app: dict[str, Any], steps: int, policy: str) 
     return states, rate, stats.steps
 
 
+def land(device: str, app: dict[str, Any]) -> None:
+    """Load the entry screen once in a fresh browser session, as a crawl's restart does (open, settle, log in,
+    setup): what this makes a Python app's server run is the crawl's coverage baseline."""
+    cfg = _config(Path(tempfile.gettempdir()), [device], [app], 1)
+    a = cfg.apps[0]
+    profile = Profile(VIEWPORTS["desktop"])
+    values = {"locale": profile.locale, "color_scheme": profile.color_scheme, "profile": profile.key}
+    d = open_device(EndpointSpec("land", device), profile)
+    try:
+        d.open(a.entry)
+        d.settle()
+        if a.login:
+            log_in(d, a.login, values, a.entry)
+        for step in a.setup:
+            run_step(d, step.filled(values), a.entry)
+        d.settle_and_capture()  # the screen a crawl reads on landing
+    finally:
+        d.quit()
+
+
 def _observations(out: Path, app_id: str) -> tuple[list[tuple[str, Features]], set[str]]:
     """(location, features) of every observation a crawl logged, and the dynamic-region keys it learned."""
     store = GraphStore(out, app_id)
-    seen, mask = [], set()
-    for _worker, rec in store.records():
-        mask.update(rec.get("mask", []))
-        for o in rec.get("observations", []):
-            seen.append((o["observation"]["location"], Features(**o["features"])))
+    seen: list[tuple[str, Features]] = []
+    mask: set[str] = set()
+    for _worker, step in store.steps():
+        mask.update(step.mask)
+        for o in step.observations:
+            seen.append((o.location, o.features))
     return seen, mask
 
 
@@ -130,6 +176,31 @@ def common_counts(outs: dict[str, Path], apps: dict[str, dict[str, Any]]) -> dic
     return {name: len({exact_hash(f, mask) for loc, f in obs
                        if urlsplit(loc).hostname == urlsplit(apps[name]["entry"]).hostname})
             for name, (obs, _m) in logged.items()}
+
+
+@contextmanager
+def command_times() -> Iterator[dict[str, list[float]]]:
+    """Seconds of every WebDriver command this process sends while active, by command name (diagnostics for
+    steps_vs_raw: a tap's round trip includes the page load it starts, so what a loop clicks weighs in)."""
+    times: dict[str, list[float]] = {}
+    orig = WebDriver.execute
+
+    def execute(self: WebDriver, driver_command: Any, params: dict[str, Any] | None = None) -> Any:
+        t = time.perf_counter()
+        try:
+            return orig(self, driver_command, params)
+        finally:
+            times.setdefault(driver_command, []).append(time.perf_counter() - t)
+
+    WebDriver.execute = execute  # type: ignore[method-assign]
+    try:
+        yield times
+    finally:
+        WebDriver.execute = orig  # type: ignore[method-assign]
+
+
+def _mean_ms(values: list[float]) -> float:
+    return 1000 * sum(values) / len(values) if values else 0.0
 
 
 def raw_loop(device: str, app_url: str, steps: int, seed: int = 7) -> float:
@@ -176,15 +247,26 @@ def farm_seconds(out: Path, devices: list[str], app_url: str, steps: int) -> flo
     return result.seconds
 
 
-def _app_kinds(mode: str) -> list[str]:
+STAMPS = {"tiddlywiki": thirdparty.TIDDLYWIKI_DIR, "ihatemoney": thirdparty.IHATEMONEY_VENV,
+          "datasette": thirdparty_apps.DATASETTE_VENV, "trac": thirdparty_apps.TRAC_VENV,
+          "docsify": thirdparty_apps.DOCSIFY_DIR, "node-red": thirdparty_apps.NODE_RED_DIR}
+
+
+def _app_kinds(mode: str, only: list[str] | None = None) -> list[str]:
+    """The apps to crawl: the demo app and the third-party ones (``yes``: installed now, pinned, if missing;
+    ``auto``: those already installed; ``no``: none), or just ``only``."""
+    wanted = only or ["demo", *THIRDPARTY_KINDS]
+    unknown = sorted(set(wanted) - {"demo", *THIRDPARTY_KINDS})
+    if unknown:
+        raise SystemExit(f"--apps: unknown app(s) {unknown}; known: demo, {', '.join(THIRDPARTY_KINDS)}")
     if mode == "no":
-        return ["demo"]
-    installed = (thirdparty.TIDDLYWIKI_DIR / ".installed-version").exists() and \
-        (thirdparty.IHATEMONEY_VENV / ".installed-version").exists()
-    if mode == "auto" and not installed:
-        console.print("third-party apps not installed (python -m tests.thirdparty install); demo app only")
-        return ["demo"]
-    return ["demo", "tiddlywiki", "ihatemoney"]
+        return [k for k in wanted if k == "demo"]
+    if mode == "auto":
+        missing = [k for k in wanted if k != "demo" and not (STAMPS[k] / ".installed-version").exists()]
+        if missing:
+            console.print(f"not installed, left out: {', '.join(missing)} (--thirdparty yes installs them)")
+        return [k for k in wanted if k not in missing]
+    return wanted
 
 
 @dataclass
@@ -195,13 +277,23 @@ class AppRun:
     entry: dict[str, Any]
     proc: ManagedProcess
     data: Path
-    baseline: Any = None  # the app's data before the crawl (I Hate Money rows, wiki tiddlers)
+    baseline: Any = None  # the app's data before the crawl (database rows, wiki tiddlers)
     coverage_file: Path | None = None
 
 
-def start_app(kind: str, tmp: Path, procs: list[ManagedProcess], coverage: bool = False) -> AppRun:
-    """A fresh instance of one benchmark app (its own data directory and port), its data read before the crawl."""
+def start_app(kind: str, tmp: Path, procs: list[ManagedProcess], coverage: bool = False,
+              js_coverage: bool = False) -> AppRun:
+    """A fresh instance of one benchmark app (its own data directory and port), its data read before the crawl;
+    ``coverage``: a Python app runs under coverage.py, ``js_coverage``: a JavaScript app's crawl measures it."""
     data = _mk(tmp)
+    cov = data / "coverage.sqlite" if coverage and kind in PYTHON_COVERAGE else None
+    run = _start(kind, data, procs, cov)
+    if js_coverage and kind in JS_COVERAGE:
+        run.entry["js_coverage"] = True
+    return run
+
+
+def _start(kind: str, data: Path, procs: list[ManagedProcess], cov: Path | None) -> AppRun:
     if kind == "demo":
         proc = start_demo_app(sys.executable, log_dir=data)
         procs.append(proc)
@@ -212,23 +304,49 @@ def start_app(kind: str, tmp: Path, procs: list[ManagedProcess], coverage: bool 
         seed = json.loads(thirdparty.snapshot_of(data / "wiki").read_text(encoding="utf-8"))
         return AppRun(kind, thirdparty.tiddlywiki_app(proc.url), proc, data,
                       {t: str(v.get("revision", "")) for t, v in seed.items()})
-    cov = data / "coverage.sqlite" if coverage else None
-    proc = thirdparty.start_ihatemoney(data / "ihm", log_dir=data, coverage_file=cov)
+    if kind == "ihatemoney":
+        proc = thirdparty.start_ihatemoney(data / "ihm", log_dir=data, coverage_file=cov)
+        procs.append(proc)
+        urllib.request.urlopen(proc.url + "/demo", timeout=30).read()  # creates the seeded demo project
+        return AppRun(kind, thirdparty.ihatemoney_app(proc.url), proc, data,
+                      thirdparty.ihatemoney_rows(data / "ihm" / "ihatemoney.db"), cov)
+    if kind == "datasette":
+        proc = thirdparty_apps.start_datasette(data, log_dir=data, coverage_file=cov)
+        procs.append(proc)
+        return AppRun(kind, thirdparty_apps.datasette_app(proc.url), proc, data,
+                      thirdparty_apps.datasette_rows(data), cov)
+    if kind == "trac":
+        proc = thirdparty_apps.start_trac(data, log_dir=data, coverage_file=cov)
+        procs.append(proc)
+        return AppRun(kind, thirdparty_apps.trac_app(proc.url), proc, data, thirdparty_apps.trac_rows(data), cov)
+    if kind == "node-red":
+        proc = thirdparty_apps.start_node_red(data, log_dir=data)
+        procs.append(proc)
+        return AppRun(kind, thirdparty_apps.node_red_app(proc.url), proc, data, thirdparty_apps.node_red_flows(data))
+    proc = thirdparty_apps.start_docsify(data, log_dir=data)
     procs.append(proc)
-    urllib.request.urlopen(proc.url + "/demo", timeout=30).read()  # creates the seeded demo project
-    return AppRun(kind, thirdparty.ihatemoney_app(proc.url), proc, data,
-                  thirdparty.ihatemoney_rows(data / "ihm" / "ihatemoney.db"), cov)
+    return AppRun(kind, thirdparty_apps.docsify_app(proc.url), proc, data)
 
 
 def unintended_writes(run: AppRun) -> list[str]:
     """Changes to the app's data the crawl was not allowed to make, read from the app itself: on the demo app its
-    log of dangerous actions carried out (pay, send, delete account); on I Hate Money seeded rows edited or
-    removed; on TiddlyWiki stored tiddlers edited or removed. Records the crawl created are the apps' purpose."""
+    log of dangerous actions carried out (pay, send, delete account); on I Hate Money, datasette and Trac seeded
+    database rows edited or removed; on TiddlyWiki stored tiddlers edited or removed; on Node-RED the deployed
+    flows' nodes edited or removed; docsify is static files served read-only. Records the crawl created (a bill,
+    a ticket) are the apps' purpose."""
     if run.kind == "demo":
         with urllib.request.urlopen(run.proc.url + "/__demo/dangerous", timeout=30) as r:
             return [f"{e.get('action', e)}" for e in json.loads(r.read())]
     if run.kind == "ihatemoney":
         return thirdparty.changed_rows(run.baseline, thirdparty.ihatemoney_rows(run.data / "ihm" / "ihatemoney.db"))
+    if run.kind == "datasette":
+        return thirdparty.changed_rows(run.baseline, thirdparty_apps.datasette_rows(run.data))
+    if run.kind == "trac":
+        return thirdparty.changed_rows(run.baseline, thirdparty_apps.trac_rows(run.data))
+    if run.kind == "node-red":
+        return thirdparty.changed_rows(run.baseline, thirdparty_apps.node_red_flows(run.data))
+    if run.kind == "docsify":
+        return []
     skinny = json.loads(urllib.request.urlopen(run.proc.url + "/recipes/default/tiddlers.json", timeout=30).read())
     now = {t["title"]: str(t.get("revision", "")) for t in skinny}
     return [f"tiddler:{title}" for title, rev in run.baseline.items() if now.get(title) != rev]
@@ -241,27 +359,41 @@ class PolicyRun:
     steps: int = 0
     failed: str = ""  # the exception that ended the job, if it died
     writes: list[str] = field(default_factory=list)
-    covered: int | None = None  # lines of the app's own code that ran (apps that report coverage)
+    covered: int | None = None  # lines (Python) or characters (JS) of the app's own code run beyond the baseline
+    covered_raw: int | None = None  # the same, everything that ran (page loads included)
+    baseline: int | None = None  # what the baseline (loading the entry screen) ran
+    covered_unit: str = ""  # "lines" or "js_bytes"
+    js: dict[str, int] | None = None  # the JS coverage summary (scripts, bytes, functions and what ran)
 
 
-def _crawl_job(out: Path, device: str, app: dict[str, Any], steps: int, policy: str) -> PolicyRun:
+def _crawl_job(out: Path, device: str, app: AppRun, steps: int, policy: str) -> PolicyRun:
     try:
-        states, rate, n = crawl(out, device, app, steps, policy)
-        return PolicyRun(states, rate, n)
+        if app.coverage_file is not None:  # a Python app: its baseline is one landing before the crawl
+            land(device, app.entry)
+            thirdparty.mark_baseline(app.proc, app.coverage_file)
+        states, rate, n = crawl(out, device, app.entry, steps, policy)
+        run = PolicyRun(states, rate, n)
+        if app.entry.get("js_coverage"):
+            run.js = summary_of(out / app.entry["id"])
+            if run.js is not None:
+                run.covered, run.covered_raw, run.baseline, run.covered_unit = (
+                    run.js["beyond_bytes"], run.js["covered_bytes"], run.js["baseline_bytes"], "js_bytes")
+        return run
     except Exception as exc:  # a dead job is a benchmark figure (crawl_failures), not the end of the benchmark
-        console.print(f"[red]{app['id']} {policy} crawl died:[/red] {type(exc).__name__}: {exc}", markup=True)
+        console.print(f"[red]{app.entry['id']} {policy} crawl died:[/red] {type(exc).__name__}: {exc}", markup=True)
         return PolicyRun(failed=f"{type(exc).__name__}: {str(exc)[:200]}")
 
 
-def compare_policies(kind: str, tmp: Path, drivers: list[str], steps: int, procs: list[ManagedProcess]
-                     ) -> dict[str, PolicyRun]:
+def compare_policies(kind: str, tmp: Path, drivers: list[str], steps: int, procs: list[ManagedProcess],
+                     js_coverage: bool = False) -> dict[str, PolicyRun]:
     """Greedy, random and the depth-first baseline on fresh instances of one app, side by side; per-app BENCH
     lines (states, covered lines, unintended writes, failures)."""
-    runs = {p: start_app(kind, tmp / f"app-{kind}-{p}", procs, coverage=kind in COVERAGE_APPS) for p in POLICIES}
+    runs = {p: start_app(kind, tmp / f"app-{kind}-{p}", procs, coverage=True, js_coverage=js_coverage)
+            for p in POLICIES}
     outs = {p: tmp / f"{p}-{kind}" for p in POLICIES}
     t = time.perf_counter()
     with ThreadPoolExecutor(len(POLICIES)) as pool:
-        futures = {p: pool.submit(_crawl_job, outs[p], drivers[i % len(drivers)], runs[p].entry, steps, p)
+        futures = {p: pool.submit(_crawl_job, outs[p], drivers[i % len(drivers)], runs[p], steps, p)
                    for i, p in enumerate(POLICIES)}
         got = {p: f.result() for p, f in futures.items()}
     app_id = runs["greedy"].entry["id"]
@@ -270,9 +402,16 @@ def compare_policies(kind: str, tmp: Path, drivers: list[str], steps: int, procs
         cov_file = runs[p].coverage_file
         if cov_file is not None:
             runs[p].proc.stop()  # SIGTERM: the server saves what ran
-            r.covered = thirdparty.covered_lines(cov_file)
+            if not r.failed:
+                lines = thirdparty.line_coverage(PYTHON_COVERAGE[kind], cov_file)
+                r.covered, r.covered_raw, r.baseline, r.covered_unit = (
+                    lines["beyond_lines"], lines["lines"], lines["baseline_lines"], "lines")
+        js = (f", JS {r.js['covered_bytes']}/{r.js['bytes']} chars ({r.js['beyond_bytes']} beyond the landing "
+              f"baseline of {r.js['baseline_bytes']}) and {r.js['covered_functions']}/{r.js['functions']} "
+              f"functions ({r.js['beyond_functions']} beyond) of {r.js['scripts']} scripts ran" if r.js else "")
         console.print(f"{app_id:<12} {p:<7} {r.states:>3} states in {r.steps} steps"
-                      + (f", {r.covered} lines covered" if r.covered is not None else "")
+                      + (f", {r.covered_raw} lines covered ({r.covered} beyond the landing baseline of "
+                         f"{r.baseline})" if r.covered_unit == "lines" else "") + js
                       + (f", unintended writes {r.writes}" if r.writes else "") + (f", DIED {r.failed}" if r.failed
                                                                                     else ""))
     found = common_counts({p: outs[p] for p in POLICIES if not got[p].failed},
@@ -282,8 +421,17 @@ def compare_policies(kind: str, tmp: Path, drivers: list[str], steps: int, procs
     for p in POLICIES:
         got[p].states = found.get(p, 0)
         print(f"BENCH states_{p}_{app_id}={got[p].states}")
-        if got[p].covered is not None:
-            print(f"BENCH covered_lines_{p}_{app_id}={got[p].covered}")
+        if got[p].covered_unit == "lines":
+            print(f"BENCH covered_lines_{p}_{app_id}={got[p].covered}")  # beyond the baseline
+            print(f"BENCH covered_lines_raw_{p}_{app_id}={got[p].covered_raw}")
+            print(f"BENCH baseline_lines_{p}_{app_id}={got[p].baseline}")
+        summary = got[p].js
+        if summary is not None:
+            print(f"BENCH covered_js_bytes_{p}_{app_id}={summary['beyond_bytes']}")  # beyond the baseline
+            print(f"BENCH covered_js_functions_{p}_{app_id}={summary['beyond_functions']}")
+            print(f"BENCH covered_js_bytes_raw_{p}_{app_id}={summary['covered_bytes']}")
+            print(f"BENCH covered_js_functions_raw_{p}_{app_id}={summary['covered_functions']}")
+            print(f"BENCH baseline_js_bytes_{p}_{app_id}={summary['baseline_bytes']}")
         print(f"BENCH unintended_writes_{p}_{app_id}={len(got[p].writes)}")
     # No policy finds more than one new state per action: on an app where random already finds one on most
     # steps (TiddlyWiki: every set of open tiddlers is a screen), this is the most any policy could reach.
@@ -301,8 +449,19 @@ def main() -> None:
     ap.add_argument("--raw-steps", type=int, default=40, help="steps of each run compared in steps_vs_raw")
     ap.add_argument("--farm-steps", type=int, default=40, help="steps per farm job (4 jobs) in farm_2_vs_1")
     ap.add_argument("--thirdparty", choices=["auto", "yes", "no"], default="auto",
-                    help="crawl TiddlyWiki and I Hate Money too: auto = when already installed")
+                    help="crawl the third-party apps too (TiddlyWiki, I Hate Money, datasette, Trac, docsify, "
+                         "Node-RED): "
+                         "yes = install the missing ones first (pinned), auto = those already installed")
+    ap.add_argument("--apps", default="", help="comma-separated subset of the apps to crawl (e.g. datasette,trac)")
+    ap.add_argument("--js-coverage", action="store_true",
+                    help="measure the JavaScript apps' own code coverage in the browser (TiddlyWiki, docsify, "
+                         "Node-RED); "
+                         "costs a DevTools round trip per step")
+    ap.add_argument("--crawls-only", action="store_true",
+                    help="only the per-app policy comparison (skip steps_vs_raw and farm_2_vs_1)")
+    ap.add_argument("--json", type=Path, help="also write the per-app figures to this JSON file")
     args = ap.parse_args()
+    kinds = _app_kinds(args.thirdparty, [a.strip() for a in args.apps.split(",") if a.strip()] or None)
     procs: list[ManagedProcess] = []
     with tempfile.TemporaryDirectory(prefix="bench-explore-") as tmp_s:
         tmp = Path(tmp_s)
@@ -312,16 +471,56 @@ def main() -> None:
             drivers = [start_chromedriver(log_dir=_mk(tmp / f"cd{i}")) for i in range(len(POLICIES))]
             procs.extend(drivers)
             urls = [d.url for d in drivers]
-            per_app = {kind: compare_policies(kind, tmp, urls, args.steps, procs)
-                       for kind in _app_kinds(args.thirdparty)}
+            per_app: dict[str, dict[str, PolicyRun]] = {}
+            not_started: list[str] = []
+            for kind in kinds:
+                try:
+                    per_app[kind] = compare_policies(kind, tmp, urls, args.steps, procs, args.js_coverage)
+                except Exception as exc:  # one app that cannot install or start is reported, not the end of the run
+                    console.print(f"[red]{kind} did not start:[/red] {type(exc).__name__}: {str(exc)[:300]}",
+                                  markup=True)
+                    not_started.append(kind)
+            print(f"BENCH apps_not_started={len(not_started)}")
             runs = [r for got in per_app.values() for r in got.values()]
+            print_table(per_app, args.steps)
+            if args.json:
+                args.json.write_text(json.dumps({k: {p: vars(r) for p, r in got.items()}
+                                                 for k, got in per_app.items()}, indent=1), encoding="utf-8")
+
+            def ratio(a: str, b: str) -> float:
+                return _geo([got[a].states / max(1, got[b].states) for got in per_app.values()])
+
+            print(f"BENCH crawl_failures={sum(1 for r in runs if r.failed)}")
+            print(f"BENCH unintended_writes={sum(len(r.writes) for r in runs)}")
+            measured = [got for got in per_app.values()
+                        if got["greedy"].covered is not None and got["random"].covered is not None]
+            cov = [(got["greedy"].covered or 0) / max(1, got["random"].covered or 0) for got in measured]
+            raw = [(got["greedy"].covered_raw or 0) / max(1, got["random"].covered_raw or 0) for got in measured]
+            print(f"BENCH coverage_vs_random_apps={len(cov)}")
+            print(f"BENCH coverage_vs_random_raw={_geo(raw):.3f}")
+            print(f"BENCH coverage_vs_random={_geo(cov):.3f}")
+            print(f"BENCH states_vs_dfs={ratio('greedy', 'dfs'):.3f}")
+            print(f"BENCH states_vs_random={ratio('greedy', 'random'):.3f}")
+            if args.crawls_only:
+                return
 
             _s, greedy_rate, _n = crawl(tmp / "speed-greedy", drivers[0].url, demo_app(demo.url), args.raw_steps,
                                         "greedy")
-            _s, tf_rate, _n = crawl(tmp / "speed-random", drivers[0].url, demo_app(demo.url), args.raw_steps,
-                                    "random")
-            raw_rate = raw_loop(drivers[0].url, demo.url, args.raw_steps)
+            with command_times() as tf_cmds:
+                _s, tf_rate, _n = crawl(tmp / "speed-random", drivers[0].url, demo_app(demo.url), args.raw_steps,
+                                        "random")
+            with command_times() as raw_cmds:
+                raw_rate = raw_loop(drivers[0].url, demo.url, args.raw_steps)
             console.print(f"steps/s: trajforge random {tf_rate:.2f}, greedy {greedy_rate:.2f}, raw {raw_rate:.2f}")
+            # Why they differ: a tap's round trip waits for the page load it starts. The raw loop taps any
+            # clickable (labels, inputs, disabled buttons: no load); the crawl's candidates are actions that do
+            # something, so more of its taps load a page. Printed as diagnostics, not part of the ratio.
+            for name, cmds in (("trajforge_random", tf_cmds), ("raw", raw_cmds)):
+                taps = cmds.get("actions", [])
+                console.print(f"  {name}: {len(taps)} taps, mean {_mean_ms(taps):.0f} ms, "
+                              f"{sum(1 for t in taps if t > 0.08)} over 80 ms; screenshot "
+                              f"{_mean_ms(cmds.get('screenshot', [])):.0f} ms")
+                print(f"BENCH tap_ms_{name}={_mean_ms(taps):.1f}")
             print(f"BENCH steps_per_s_trajforge_random={tf_rate:.3f}")
             print(f"BENCH steps_per_s_trajforge_greedy={greedy_rate:.3f}")
             print(f"BENCH steps_per_s_raw={raw_rate:.3f}")
@@ -332,21 +531,33 @@ def main() -> None:
             print(f"BENCH farm_1_device_s={one:.2f}")
             print(f"BENCH farm_2_devices_s={two:.2f}")
 
-            def ratio(a: str, b: str) -> float:
-                return _geo([got[a].states / max(1, got[b].states) for got in per_app.values()])
-
-            print(f"BENCH crawl_failures={sum(1 for r in runs if r.failed)}")
-            print(f"BENCH unintended_writes={sum(len(r.writes) for r in runs)}")
-            cov = [got["greedy"].covered / max(1, got["random"].covered or 0) for got in per_app.values()
-                   if got["greedy"].covered is not None]
-            print(f"BENCH coverage_vs_random={_geo(cov):.3f}")
-            print(f"BENCH states_vs_dfs={ratio('greedy', 'dfs'):.3f}")
-            print(f"BENCH states_vs_random={ratio('greedy', 'random'):.3f}")
             print(f"BENCH steps_vs_raw={tf_rate / raw_rate:.3f}")
             print(f"BENCH farm_2_vs_1={one / two:.3f}")
         finally:
             for p in procs:
                 p.stop()
+
+
+def print_table(per_app: dict[str, dict[str, PolicyRun]], steps: int) -> None:
+    """The per-app table of the closing notes: states, own-code coverage and unintended writes per policy."""
+    from rich.table import Table
+
+    table = Table(title=f"exploration, {steps} actions per app and policy")
+    for col in ("app", "states g/r/d", "coverage beyond baseline g/r/d", "raw coverage g/r/d", "baseline g/r/d",
+                "unit", "unintended writes g/r/d", "died"):
+        table.add_column(col)
+
+    def row(values: list[int | None], unit: str) -> str:
+        return "/".join("–" if c is None else str(c) for c in values) if unit else "–"
+
+    for kind, got in per_app.items():
+        unit = next((got[p].covered_unit for p in POLICIES if got[p].covered_unit), "")
+        table.add_row(kind, "/".join(str(got[p].states) for p in POLICIES),
+                      row([got[p].covered for p in POLICIES], unit), row([got[p].covered_raw for p in POLICIES], unit),
+                      row([got[p].baseline for p in POLICIES], unit), unit or "–",
+                      "/".join(str(len(got[p].writes)) for p in POLICIES),
+                      ", ".join(p for p in POLICIES if got[p].failed) or "–")
+    console.print(table)
 
 
 def _mk(p: Path) -> Path:

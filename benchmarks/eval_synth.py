@@ -133,16 +133,16 @@ def run_app(name: str, work: Path, driver_url: str, steps: int) -> tuple[list[An
         report = run_synthesis(work / "graph", work / "synth", make_backend("offline"), config, usage=Usage(),
                                cache_dir=work / "cache-timing")
         synth_s = time.monotonic() - t0
-        print(f"[{name}] synthesis: {report.summary['plans']} plans -> {len(report.trajectories)} tasks, "
-              f"{report.summary['rejects']} rejects {report.summary['rejects_by_reason']} in {synth_s:.2f}s",
+        print(f"[{name}] synthesis: {report.summary.plans} plans -> {len(report.trajectories)} tasks, "
+              f"{report.summary.rejects} rejects {report.summary.rejects_by_reason} in {synth_s:.2f}s",
               flush=True)
         t0 = time.monotonic()
         replayer = ExplorerReplayer(driver_url, apps=apps)
         report = run_synthesis(work / "graph", work / "synth", make_backend("offline"), config, usage=Usage(),
                                replay=replayer)
-        print(f"[{name}] replay: {report.summary['apps']} in {time.monotonic() - t0:.0f}s; failures "
-              f"{report.summary.get('replay_failures', {})}", flush=True)
-        return report.trajectories, synth_s, report.summary
+        print(f"[{name}] replay: {report.summary.to_json()['apps']} in {time.monotonic() - t0:.0f}s; failures "
+              f"{report.summary.replay_failures or {}}", flush=True)
+        return report.trajectories, synth_s, report.summary.to_json()
 
 
 def show(t: Any) -> str:

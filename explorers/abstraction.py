@@ -4,8 +4,10 @@ Two hashes per capture. The **exact** hash covers the location and every element
 text (normalized), visibility and checked/enabled state; the **structural** hash only location pattern, roles
 and identities. Text is normalized (dates, times and numbers become placeholders, whitespace collapsed),
 repeated list rows are collapsed to one row template (a list of 6 notes and one of 7 are one screen), and
-the values typed into inputs are ignored (typing is not a new screen). Android system UI and keyboards never
-reach this module (the XML parser drops them).
+the values typed into inputs are ignored (typing is not a new screen). Elements are placed by ``slot_keys``, not by
+sibling position: a flash message or a breadcrumb inserted above the content renumbers the DOM path of everything
+after it (``div[3]`` becomes ``div[4]``), which is not another screen. Android system UI and keyboards never reach
+this module (the XML parser drops them).
 
 **Dynamic regions** are learned, not configured: when a capture comes back to the same URL with the same
 structure and an element's text differs from last time (a rotating banner, a counter the placeholders did
@@ -65,9 +67,25 @@ def row_template(w: Widget) -> str:
 
 
 def element_key(w: Widget) -> str:
-    """What the dynamic-region mask remembers: stable identity of an element across pages."""
+    """An element's identity on its screen (role, resource id, DOM path): what an action's key names."""
     e = w.element
     return f"{e.role}|{e.resource_id}|{e.path}" if e.resource_id else f"{e.role}|{e.path}"
+
+
+def slot_keys(widgets: list[Widget]) -> list[str]:
+    """Each element's place in the screen's state identity, without sibling positions: its row template (role,
+    class, resource id, path with the ``[n]`` positions removed) and which occurrence of that template it is, in
+    page order. A flash message or an extra breadcrumb inserted above the content shifts every later sibling's
+    ``div[3]`` to ``div[4]``, but not the content's template nor its order among its look-alikes, so the screen stays
+    one state; two sibling buttons stay two slots (``…/button#1``, ``…/button#2``), and an element that appears
+    (a dialog's buttons) still adds a slot. Android hierarchy paths are index paths and are kept as they are."""
+    seen: Counter[str] = Counter()
+    out = []
+    for w in widgets:
+        tmpl = row_template(w)
+        seen[tmpl] += 1
+        out.append(f"{tmpl}#{seen[tmpl]}")
+    return out
 
 
 @dataclass
@@ -92,6 +110,8 @@ def features(screen: Screen, with_phash: bool = True) -> Features:
     repeated = {t for t, n in counts.items() if n >= REPEAT_MIN}
     structure: set[str] = set()
     content: dict[str, str] = {}
+    single = [w for w in screen.widgets if row_template(w) not in repeated]
+    slots = dict(zip(map(id, single), slot_keys(single), strict=True))
     for w in screen.widgets:
         e = w.element
         tmpl = row_template(w)
@@ -99,10 +119,11 @@ def features(screen: Screen, with_phash: bool = True) -> Features:
         if tmpl in repeated:
             structure.add(f"*{tmpl}|{vis}")
             continue
-        structure.add(f"{e.role}|{e.class_name}|{e.resource_id}|{e.path}|{vis}")
+        slot = slots[id(w)]
+        structure.add(f"{slot}|{vis}")
         text = "" if e.editable else normalize_text(e.text or e.content_desc)
         state = f"{int(e.checked)}{int(e.enabled)}{vis}"
-        content[element_key(w)] = f"{text}|{state}"
+        content[slot] = f"{text}|{state}"
     loc = normalize_location(screen.location)
     struct_items = [loc, *sorted(structure)]
     return Features(

@@ -8,7 +8,7 @@ UiAutomator2 page source and logs the W3C gestures it receives (tests/test_andro
 from __future__ import annotations
 
 import hashlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from selenium.common.exceptions import WebDriverException
 
@@ -17,11 +17,14 @@ from explorers.device import is_session_death, png_size
 from explorers.screen import Screen
 from schemas import Platform
 
+if TYPE_CHECKING:
+    from explorers.device import Driver
+
 KEYCODE_HOME = 3
 KEYCODE_BACK = 4
 
 
-def _optional(driver: Any, name: str) -> str:
+def _optional(driver: Driver, name: str) -> str:
     """A driver property that only adds detail to a capture (``current_package``, ``current_activity``).
 
     appium-python-client reads both through ``mobile:`` execute methods that not every Appium driver has; a driver
@@ -39,7 +42,7 @@ def _optional(driver: Any, name: str) -> str:
 class AndroidAdapter:
     platform = Platform.ANDROID
 
-    def capture(self, driver: Any) -> Screen:
+    def capture(self, driver: Driver) -> Screen:
         xml = driver.page_source
         png = driver.get_screenshot_as_png()
         width, height = png_size(png)
@@ -58,7 +61,7 @@ class AndroidAdapter:
             raw_tree=xml.encode("utf-8") if isinstance(xml, str) else xml,
         )
 
-    def probe(self, driver: Any) -> str:
+    def probe(self, driver: Driver) -> str:
         return hashlib.sha1(driver.page_source.encode("utf-8")).hexdigest()
 
     def probe_ready(self, value: Any) -> bool:
@@ -67,13 +70,13 @@ class AndroidAdapter:
     def pointer_scale(self) -> float:
         return 1.0
 
-    def back(self, driver: Any) -> None:
+    def back(self, driver: Driver) -> None:
         driver.press_keycode(KEYCODE_BACK)
 
-    def home(self, driver: Any) -> None:
+    def home(self, driver: Driver) -> None:
         driver.press_keycode(KEYCODE_HOME)
 
-    def open(self, driver: Any, target: str) -> None:
+    def open(self, driver: Driver, target: str) -> None:
         """``package`` or ``package/activity``."""
         if "/" in target:
             package, activity = target.split("/", 1)
@@ -81,15 +84,15 @@ class AndroidAdapter:
         else:
             driver.activate_app(target)
 
-    def clear_data(self, driver: Any, target: str) -> None:
+    def clear_data(self, driver: Driver, target: str) -> None:
         """``pm clear`` through UiAutomator2: the package's data and permissions, as after a fresh install."""
         driver.execute_script("mobile: clearApp", {"appId": target.split("/", 1)[0]})
 
-    def scroll(self, driver: Any, direction: str, x: float | None, y: float | None) -> None:
+    def scroll(self, driver: Driver, direction: str, x: float | None, y: float | None) -> None:
         size = driver.get_window_size()
         w, h = size["width"], size["height"]
         area = {"left": int(w * 0.1), "top": int(h * 0.2), "width": int(w * 0.8), "height": int(h * 0.6)}
         driver.execute_script("mobile: scrollGesture", {**area, "direction": direction, "percent": 0.8})
 
-    def type_text(self, driver: Any, text: str) -> None:
+    def type_text(self, driver: Driver, text: str) -> None:
         driver.switch_to.active_element.send_keys(text)

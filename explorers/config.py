@@ -17,7 +17,7 @@ import yaml
 from pydantic import Field, ValidationError, model_validator
 
 from explorers.reset import ResetConfig
-from schemas.base import ConfigModel
+from schemas.base import ConfigModel, validation_problems
 
 STEP_VERBS = ("open", "tap", "type", "select", "key", "wait_for")
 
@@ -107,6 +107,10 @@ class AppConfig(ConfigModel):
     # label, resource id or form URL matches ``submit_allow`` (GET forms — searches, filters — are still sent).
     dry_run_forms: bool = False
     submit_allow: list[str] = Field(default_factory=list)
+    # Commit forms that came filled in with the app's own data (an existing bill's or page's edit form, a project's
+    # settings): default only when ``reset`` is set, so the next restart undoes the edit. Without a reset an edit
+    # overwrites the app's data for good; forms the crawl filled from empty (creating a record) are always sent.
+    submit_edits: bool | None = None
     # Clear the app's data on the device (web: cookies and storage; Android: ``pm clear``) at every restart, so
     # every episode starts where replay verification and a fresh user start. Off by default: it also forgets
     # what an episode set up (a language chosen in the app's settings), which costs steps to redo.
@@ -119,6 +123,17 @@ class AppConfig(ConfigModel):
     # synthesis cannot use (a task whose screens show what an earlier episode typed does not replay from a
     # fresh app). Default: on when ``reset`` is set.
     reset_after_write: bool | None = None
+    # Measure the app's own JavaScript code coverage (Chromium's precise coverage, ``explorers.js_coverage``),
+    # written to ``js-coverage/<worker>.json`` in the app's output folder. Web on Chromium only; it costs a
+    # DevTools round trip per step, so it is off by default.
+    js_coverage: bool = False
+
+    @model_validator(mode="after")
+    def _js_coverage_on_web(self) -> AppConfig:
+        if self.js_coverage and self.platform != "web":
+            raise ValueError(f"app {self.id!r}: js_coverage needs platform 'web' (Chromium's DevTools), "
+                             f"not {self.platform!r}")
+        return self
 
 
 class DeviceConfig(ConfigModel):
@@ -170,20 +185,13 @@ class ConfigError(ValueError):
     """The crawl config is invalid; the message lists every problem by key."""
 
 
-def _loc(loc: tuple[Any, ...]) -> str:
-    out = ""
-    for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else ("." if out else "") + str(part)
-    return out or "<config>"
-
-
-def parse_config(data: Any, source: str = "<config>") -> CrawlConfig:
+def parse_config(data: object, source: str = "<config>") -> CrawlConfig:
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: expected a mapping at the top level")
     try:
         return CrawlConfig.model_validate(data)
     except ValidationError as exc:
-        lines = [f"{_loc(tuple(e['loc']))}: {e['msg'].removeprefix('Value error, ')}" for e in exc.errors()]
+        lines = validation_problems(exc, "<config>")
         raise ConfigError(f"{source}: invalid crawl config\n  " + "\n  ".join(lines)) from None
 
 

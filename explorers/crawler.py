@@ -10,7 +10,6 @@ any moment and resumed by running it again.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import json
 import os
 import time
@@ -18,31 +17,43 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 from urllib.parse import urlsplit
 
 from selenium.common.exceptions import WebDriverException
 
-from explorers.abstraction import ExactComparator, StateTable, exact_hash, features
+from explorers.abstraction import ExactComparator, StateTable, exact_hash, features, normalize_location
 from explorers.candidates import Candidate, candidates
 from explorers.config import AppConfig, CrawlConfig
 from explorers.device import Device, SessionLost
 from explorers.forms import FormFiller
 from explorers.graph import Graph
 from explorers.graph_log import remember, replay_log
+from explorers.js_coverage import JsCoverage, coverage_path
 from explorers.policy import Policy, make_policy
 from explorers.profiles import Profile
 from explorers.reset import run_reset
-from explorers.safety import DEFAULT_CATEGORIES, AuditLog, SafetyGuard, category_patterns, host_allowed
+from explorers.safety import (
+    DEFAULT_CATEGORIES,
+    AuditLog,
+    Prefilled,
+    SafetyGuard,
+    category_patterns,
+    host_allowed,
+    prefilled,
+)
 from explorers.screen import Screen, Widget
 from explorers.scripts import LoginError, ScriptError, log_in, presence, run_step
 from explorers.sessions import EndpointSpec, open_device
 from explorers.settle import SettleConfig
+from explorers.steps import FailedAction, LoggedObservation, Offer, StepRecord
 from explorers.store import GraphStore
-from schemas import Action, ActionType, Observation, Transition
+from schemas import Action, ActionType, Observation, Transition, faults
 from schemas.base import stable_id
+from schemas.fileio import write_json_atomic
+from schemas.processes import process_start
 
 INPUT_TYPES = {ActionType.TYPE, ActionType.SELECT}
+POLICY_SNAPSHOT_EVERY = 10  # steps between saves of what the policy learned (and at the end of every run)
 
 
 @dataclass
@@ -57,6 +68,46 @@ class CrawlStats:
     stopped: str = ""
     seconds: float = 0.0
     errors: int = 0  # actions skipped because performing them or reading their screen raised
+    opens: int = 0  # known URLs opened directly (web): one navigation, like a restart
+
+    @property
+    def budget_used(self) -> int:
+        """What ``budget.max_steps`` counts: actions, restarts and opened URLs — every navigation the crawl pays for
+        (the start of a run and a new browser session after a crash excepted)."""
+        return self.steps + self.restarts + self.opens
+
+
+@dataclass(frozen=True)
+class CrawlProgress:
+    """What the crawler reports after every step and at each lifecycle event (a farm worker sends it to the
+    parent, which draws the bar and remembers the live session, so it can end it if the worker dies)."""
+
+    app: str
+    worker: str
+    steps: int
+    max_steps: int
+    states: int
+    restarts: int
+    sessions: int  # sessions restarted after the previous one died
+    status: str
+    session_id: str | None = None
+    profile_dir: str = ""
+    budget_used: int = 0  # steps + restarts + opened URLs: what ``max_steps`` counts
+
+
+@dataclass(frozen=True)
+class Observed:
+    """A capture abstracted into a state: the log's part of it and what the next decision needs."""
+
+    logged: LoggedObservation
+    merges: tuple[tuple[str, str], ...]
+    mask: tuple[str, ...]  # dynamic-region keys this capture taught the table
+    obs: Observation
+    allowed: tuple[Candidate, ...]  # offered actions the safety guard let through
+
+    @property
+    def sid(self) -> str:
+        return self.logged.state
 
 
 def offer_hints(c: Candidate) -> dict[str, str]:
@@ -80,7 +131,8 @@ def guard_for(app: AppConfig) -> SafetyGuard:
     labels, urls, ids = category_patterns(names)
     return SafetyGuard([*labels, *d.labels], [*urls, *d.urls], [*ids, *d.resource_ids],
                        allowed_hosts=app_hosts(app) if app.platform == "web" else [],
-                       dry_run_forms=app.dry_run_forms, submit_allow=list(app.submit_allow))
+                       dry_run_forms=app.dry_run_forms, submit_allow=list(app.submit_allow),
+                       submit_edits=app.submit_edits if app.submit_edits is not None else app.reset is not None)
 
 
 class Crawler:
@@ -90,7 +142,7 @@ class Crawler:
         app: AppConfig,
         profile: Profile,
         endpoint: EndpointSpec,
-        progress: Callable[[dict[str, Any]], None] | None = None,
+        progress: Callable[[CrawlProgress], None] | None = None,
         device_factory: Callable[[], Device] | None = None,
         policy: Policy | None = None,
     ):
@@ -117,12 +169,26 @@ class Crawler:
         self._failed_at = ""  # where() as it was when an exception ended the run (the browser is gone after)
         self._typed = False  # text was typed into the app since the last restart
         self._wrote = ""  # the submit that posted typed text (the app's data changed), until the next restart
+        self._typed_texts: set[str] = set()  # every text typed in this crawl: forms showing only these are ours
+        # Forms (by URL) and single-page editors (by screen family) seen filled in with the app's data: they stay
+        # edits after the crawl typed over every field.
+        self._edit_forms: set[str] = set()
+        self._edit_screens: set[str] = set()
         self._reset_after_write = app.reset_after_write if app.reset_after_write is not None \
             else app.reset is not None
+        if app.platform == "web" and hasattr(self.policy, "open_filter"):
+            self.policy.open_filter = self._openable
+        self.js_coverage: JsCoverage | None = None
+        self._js_coverage_errors: set[str] = set()
+        if app.js_coverage:
+            path = coverage_path(self.store.dir, self.worker)
+            self.js_coverage = JsCoverage.load(path) if path.exists() else JsCoverage(app_hosts(app))
         self._replay()
+        self._restore_policy()
 
     def _device_factory(self) -> Device:
         self._last_device = self._factory()
+        self._js_coverage("start", self._last_device)
         self._emit("session started")  # tells a farm parent which session to close if this process dies
         self._write_session(self._last_device)
         return self._last_device
@@ -138,12 +204,9 @@ class Crawler:
         sid = getattr(getattr(device, "driver", None), "session_id", None)
         if not sid:
             return
-        self._session_file.parent.mkdir(parents=True, exist_ok=True)
-        data = {"pid": os.getpid(), "endpoint": self.endpoint.url, "session_id": sid,
-                "profile_dir": str(getattr(device, "profile_dir", None) or "")}
-        tmp = self._session_file.with_suffix(".tmp")
-        tmp.write_text(json.dumps(data), encoding="utf-8")
-        os.replace(tmp, self._session_file)
+        write_json_atomic(self._session_file, {"pid": os.getpid(), "endpoint": self.endpoint.url, "session_id": sid,
+                                               "profile_dir": str(getattr(device, "profile_dir", None) or "")},
+                          indent=None)
 
     def _forget_session(self) -> None:
         with contextlib.suppress(OSError):
@@ -156,11 +219,8 @@ class Crawler:
         except (OSError, ValueError):
             return
         pid = int(data.get("pid") or 0)
-        if pid and pid != os.getpid():
-            from pipelines.processes import process_start  # stdlib-only; a zombie counts as gone
-
-            if process_start(pid) is not None:
-                return  # that run is still alive (or not ours to judge): its session is not ours to end
+        if pid and pid != os.getpid() and process_start(pid) is not None:  # a zombie counts as gone
+            return  # that run is still alive (or not ours to judge): its session is not ours to end
         from explorers.farm import close_orphaned_session
 
         ok = close_orphaned_session(str(data.get("endpoint") or self.endpoint.url), str(data.get("session_id")),
@@ -173,14 +233,44 @@ class Crawler:
     # --- resume --------------------------------------------------------------------------------
     def _replay(self) -> None:
         """Rebuild the state table and graph from this worker's committed log."""
-        done = replay_log(self.log.records, self.table, self.graph)
+        done = replay_log(self.log.steps(), self.table, self.graph)
         self.stats.steps, self.stats.restarts, self.stats.errors = done.steps, done.restarts, done.errors
+        self.stats.opens = done.opens
+        self._typed_texts = set(done.typed)
 
-    def _remember(self, sid: str, obs: dict[str, Any], title: str, offers: list[list[Any]]) -> None:
-        remember(self.graph, sid, obs, title, offers, self.stats.steps)
+    @property
+    def _policy_file(self) -> Path:
+        return self.store.dir / "policy" / f"{self.worker}.json"
+
+    def _restore_policy(self) -> None:
+        """A resumed crawl's policy takes back what it had learned (greedy's class rates, families, hops)."""
+        restore = getattr(self.policy, "restore", None)
+        if restore is None or not self.log.records:
+            return
+        try:
+            data = json.loads(self._policy_file.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return  # never saved (killed in its first steps): the policy re-learns from the graph
+        try:
+            restore(data)
+        except (KeyError, TypeError, ValueError) as exc:  # a damaged snapshot costs the learning, not the crawl
+            self.audit.write(worker=self.worker, decision="policy-snapshot-ignored",
+                             reason=f"{type(exc).__name__}: {exc}")
+
+    def _save_policy(self) -> None:
+        snapshot = getattr(self.policy, "snapshot", None)
+        if snapshot is None:
+            return
+        write_json_atomic(self._policy_file, snapshot(), indent=None)
+
+    def _openable(self, url: str) -> bool:
+        """Whether the policy may open ``url`` directly: an http(s) page of the app nothing on the deny-list names."""
+        parts = urlsplit(url)
+        return parts.scheme in ("http", "https") and host_allowed(parts.hostname or "", app_hosts(self.app)) \
+            and self.guard.url_blocked(url) is None
 
     # --- observing -----------------------------------------------------------------------------
-    def _observe(self, screen: Screen, scripted: bool = False, index: int = 0) -> dict[str, Any]:
+    def _observe(self, screen: Screen, scripted: bool = False, index: int = 0) -> Observed:
         """Abstract a capture into a state; returns the observation part of a log record (plus bookkeeping)."""
         f = features(screen, with_phash=getattr(self.table.comparator, "uses_phash", True))
         before = set(self.table.mask)
@@ -199,9 +289,10 @@ class Crawler:
         )
         allowed: list[Candidate] = []
         widget_errors: list[tuple[Widget, Exception]] = []
+        edits = self._edits(screen)
         for c in candidates(screen, self.filler, errors=widget_errors):
             try:
-                why = self.guard.blocked(c.widget, c.action.text if c.type in INPUT_TYPES else None)
+                why = self.guard.blocked(c.widget, c.action.text if c.type in INPUT_TYPES else None, edits)
             except Exception as exc:  # one odd element is one action lost, never the screen or the job
                 if c.widget is not None:
                     widget_errors.append((c.widget, exc))
@@ -210,7 +301,8 @@ class Crawler:
                 allowed.append(c)
             elif (sid, c.key) not in self._blocked_seen:
                 self._blocked_seen.add((sid, c.key))
-                self.audit.write(worker=self.worker, state=sid, decision="blocked", action=c.describe(), reason=why)
+                self.audit.write(worker=self.worker, state=sid, decision="blocked", action=c.describe(), key=c.key,
+                                 reason=why)
         problems = [f"element {w.label[:40]!r} ({w.element.path[-60:]}): {type(e).__name__}: {e}"
                     for w, e in widget_errors] + [f"page script: {e}" for e in screen.extract_errors]
         if problems and (sid, "#errors") not in self._blocked_seen:
@@ -218,24 +310,31 @@ class Crawler:
             self.audit.write(worker=self.worker, state=sid, decision="skipped-elements", url=screen.location,
                              reason=f"{len(problems)} element(s) could not be read and were left out",
                              errors=problems[:10])
-        offers = [[c.key, c.group, c.target_key, c.action.model_dump(mode="json", exclude_none=True),
-                   offer_hints(c)] for c in allowed]
-        obs_json = obs.model_dump(mode="json")
-        self._remember(sid, obs_json, screen.title, offers)
+        offers = tuple(Offer(c.key, c.group, c.target_key, c.action, offer_hints(c)) for c in allowed)
+        logged = LoggedObservation(sid, obs.model_dump(mode="json"), f, offers, screen.title, scripted)
+        remember(self.graph, logged, self.stats.steps)
         self._where = (screen.location, sid)
         if scripted:
             self.graph.abandoned.add(sid)
-        return {
-            "part": {"observation": obs_json, "state": sid, "features": dataclasses.asdict(f), "offers": offers,
-                     "title": screen.title, "scripted": scripted},
-            "merges": merges, "mask": sorted(self.table.mask - before), "obs": obs, "sid": sid, "allowed": allowed,
-        }
+        return Observed(logged, tuple(merges), tuple(sorted(self.table.mask - before)), obs, tuple(allowed))
 
-    def _commit(self, parts: list[dict[str, Any]], **extra: Any) -> None:
-        rec: dict[str, Any] = {"observations": [p["part"] for p in parts],
-                               "merges": [m for p in parts for m in p["merges"]],
-                               "mask": sorted({k for p in parts for k in p["mask"]}), **extra}
-        self.log.append(rec)
+    def _edits(self, screen: Screen) -> Prefilled:
+        """What on this screen edits the app's stored data: filled in now, or when the crawl first saw it."""
+        now = prefilled(screen.widgets, self._typed_texts)
+        family = normalize_location(screen.location)
+        self._edit_forms |= now.forms
+        if now.formless:
+            self._edit_screens.add(family)
+        return Prefilled(frozenset(self._edit_forms), family in self._edit_screens, now.example or "seen filled in "
+                         "earlier in this crawl")
+
+    def _commit(self, parts: list[Observed], *, transition: Transition | None = None, action_key: str = "",
+                memory_effective: bool = True, restart: bool = False, opened: str | None = None,
+                failed: FailedAction | None = None, reason: str | None = None) -> None:
+        self.log.commit(StepRecord(
+            tuple(p.logged for p in parts), tuple(m for p in parts for m in p.merges),
+            tuple(sorted({k for p in parts for k in p.mask})), transition, action_key, memory_effective, restart,
+            opened, failed, reason))
 
     # --- lifecycle -----------------------------------------------------------------------------
     def _in_app(self, screen: Screen) -> bool:
@@ -245,19 +344,20 @@ class Crawler:
         packages = self.app.packages or [self.app.entry.split("/")[0]]
         return screen.package in packages
 
-    def _restart(self, device: Device, reason: str, state: str | None = None) -> dict[str, Any]:
+    def _restart(self, device: Device, reason: str, state: str | None = None) -> Observed:
         """Open the entry, log in if the login marker shows, run setup; returns the observed landing screen."""
         self.audit.write(worker=self.worker, step=self.stats.steps, decision="restart", reason=reason,
                          **({"state": state} if state else {}))
         self._typed, self._wrote = False, ""
         if self.app.reset is not None:
             run_reset(self.app.reset)  # server-side seed data back, so this episode starts like a replay
+        self._js_coverage("take", device, save=True)  # the document is about to be replaced
         if self.app.fresh_start or self.app.reset is not None:
             device.clear_data(self.app.entry)  # reaches the entry's origin itself when it has to
         device.open(self.app.entry)
         device.settle()
         values = self._values()
-        parts: list[dict[str, Any]] = []
+        parts: list[Observed] = []
         if self.app.login:
             log_in(device, self.app.login, values, self.app.entry,
                    before=lambda: parts.append(self._observe(device.capture(), scripted=True)),
@@ -267,6 +367,7 @@ class Crawler:
             self.audit.write(worker=self.worker, decision="script", reason="setup",
                              action=run_step(device, step.filled(values), self.app.entry))
         landing = self._observe(device.capture(), index=len(parts))
+        self._js_coverage("take", device, baseline=True)  # what loading the entry screen ran: the baseline
         self._commit([*parts, landing], restart=True, reason=reason)
         return landing
 
@@ -289,18 +390,22 @@ class Crawler:
         last = f", last screen read {url}" if url and shown != url else ""
         return f"at {shown} (state {sid or '-'}{last}, step {self.stats.steps}{acting})"
 
-    def _open(self, device: Device, url: str, reason: str, state: str) -> dict[str, Any]:
+    def _open(self, device: Device, url: str, reason: str, state: str) -> Observed:
         """Open a known screen's URL directly (web): one navigation instead of a restart and a walk. Logged like
         a restart's landing (no transition: the graph holds actions only); a login form on arrival means the
         session is gone, and a full restart logs in again."""
         self.audit.write(worker=self.worker, step=self.stats.steps, state=state, decision="open", url=url,
                          reason=reason)
+        self._js_coverage("take", device)
         device.open(url)
         device.settle()
         login = self.app.login
         if login and presence(device, login.when_present.format_map(self._values())) == "visible":
+            self.stats.restarts += 1
+            self._policy_restarted()
             return self._restart(device, "opening a URL showed the login form", state)
         landing = self._observe(device.capture())
+        self.stats.opens += 1
         self._commit([landing], opened=url, reason=reason)
         return landing
 
@@ -310,25 +415,25 @@ class Crawler:
 
     def _emit(self, status: str) -> None:
         self.stats.states = len(self.graph.states)
-        self.progress({"app": self.app.id, "worker": self.worker, "steps": self.stats.steps,
-                       "max_steps": self.config.budget.max_steps, "states": self.stats.states,
-                       "restarts": self.stats.restarts, "sessions": self.stats.session_restarts, "status": status,
-                       "session_id": getattr(getattr(self._last_device, "driver", None), "session_id", None),
-                       "profile_dir": str(getattr(self._last_device, "profile_dir", None) or "")})
+        self.progress(CrawlProgress(
+            self.app.id, self.worker, self.stats.steps, self.config.budget.max_steps, self.stats.states,
+            self.stats.restarts, self.stats.session_restarts, status,
+            getattr(getattr(self._last_device, "driver", None), "session_id", None),
+            str(getattr(self._last_device, "profile_dir", None) or ""), self.stats.budget_used))
 
     def run(self) -> CrawlStats:
         budget = self.config.budget
         t0 = time.monotonic()
         device: Device | None = None
         try:
-            if self.stats.steps >= budget.max_steps:
+            if self.stats.budget_used >= budget.max_steps:
                 self.stats.stopped = "step budget already spent (resumed a finished crawl)"
                 return self.stats
             self._close_leftover_session()
             device = self._device_factory()
             cur = self._restart(device, "start" if not self.log.records else "resume")
             while True:
-                if self.stats.steps >= budget.max_steps:
+                if self.stats.budget_used >= budget.max_steps:
                     self.stats.stopped = "step budget"
                     break
                 if time.monotonic() - t0 > budget.max_seconds:
@@ -358,12 +463,17 @@ class Crawler:
                     except _Stop as stop:
                         self.stats.stopped = str(stop)
                         break
+                if self.stats.budget_used % POLICY_SNAPSHOT_EVERY == 0:
+                    self._save_policy()
                 self._emit("crawling")
         except BaseException:
             self._failed_at = self.where(device)
             raise
         finally:
+            with contextlib.suppress(OSError):
+                self._save_policy()
             if device is not None:
+                self._js_coverage("take", device, save=True)
                 device.quit()
                 self._forget_session()
             self.log.close()
@@ -371,26 +481,26 @@ class Crawler:
             self._emit(self.stats.stopped or "stopped")
         return self.stats
 
-    def _skip_failed(self, device: Device, cur: dict[str, Any], exc: Exception) -> dict[str, Any]:
+    def _skip_failed(self, device: Device, cur: Observed, exc: Exception) -> Observed:
         """Log an action whose execution or resulting screen raised (URL, state, traceback), never try it again,
         and restart; past ``budget.max_errors`` such failures the job stops with the last one as its reason."""
         c, self._acting = self._acting, None
         self.stats.errors += 1
         reason = f"{type(exc).__name__}: {exc}".splitlines()[0][:300] if str(exc) else type(exc).__name__
-        url = cur["obs"].location
-        self.audit.write(worker=self.worker, step=self.stats.steps, state=cur["sid"], decision="error", url=url,
+        url = cur.obs.location
+        self.audit.write(worker=self.worker, step=self.stats.steps, state=cur.sid, decision="error", url=url,
                          action=c.describe() if c else "", key=c.key if c else "", reason=reason,
                          landed_url=self._url(device), traceback=traceback.format_exc(limit=12))
         if c is not None:
-            self.graph.fail(cur["sid"], c.key)
-            self._commit([], failed={"state": cur["sid"], "key": c.key, "url": url, "error": reason})
+            self.graph.fail(cur.sid, c.key)
+            self._commit([], failed=FailedAction(cur.sid, c.key, url, reason))
         self._emit(f"error skipped: {reason[:60]}")
         if self.stats.errors > self.config.budget.max_errors:
             raise _Stop(f"{self.stats.errors} errors (budget.max_errors {self.config.budget.max_errors}); "
                         f"last {self.where()}: {reason}")
         self.stats.restarts += 1
         self._policy_restarted()
-        return self._restart(device, f"after an error: {reason[:120]}", cur["sid"])
+        return self._restart(device, f"after an error: {reason[:120]}", cur.sid)
 
     def _policy_restarted(self) -> None:
         """Tell the policy about a restart it did not decide (it would otherwise credit its last action)."""
@@ -398,40 +508,64 @@ class Crawler:
         if notify is not None:
             notify()
 
-    def _step(self, device: Device, cur: dict[str, Any]) -> dict[str, Any]:
+    def _step(self, device: Device, cur: Observed) -> Observed:
         """One decision and its consequence; returns the new current observation."""
         budget = self.config.budget
-        screen_obs: Observation = cur["obs"]
-        if not self._in_app_obs(screen_obs):
+        if not self._in_app_obs(cur.obs):
             return self._recover(device, cur)
         if self._wrote and self._reset_after_write and self.stats.restarts < budget.max_restarts:
             self.stats.restarts += 1
             self._policy_restarted()
             return self._restart(device, f"the app's data changed ({self._wrote} posted typed text): reset to the "
-                                 "seed before exploring on", cur["sid"])
-        decision = self.policy.choose(self.graph, cur["sid"], cur["allowed"])
+                                 "seed before exploring on", cur.sid)
+        decision = self.policy.choose(self.graph, cur.sid, list(cur.allowed))
         if decision.kind == "stop":
             raise _Stop(f"done: {decision.reason}")
         if decision.kind == "open" and decision.url:
-            return self._open(device, decision.url, decision.reason, cur["sid"])
+            return self._open(device, decision.url, decision.reason, cur.sid)
         if decision.kind == "restart":
             if self.stats.restarts >= budget.max_restarts:
                 raise _Stop(f"restart budget ({budget.max_restarts}) spent; last: {decision.reason}")
             self.stats.restarts += 1
-            return self._restart(device, decision.reason, cur["sid"])
+            return self._restart(device, decision.reason, cur.sid)
         c = decision.candidate
         assert c is not None
         return self._act(device, cur, c, decision.reason)
+
+    def _js_coverage(self, what: str, device: Device, save: bool = False, baseline: bool = False) -> None:
+        """Start or take the app's JS coverage (``js_coverage: true``; ``baseline``: the take that ends a
+        restart's landing). A failure never ends the crawl: it is audited once per kind, and a start that fails
+        (a browser without DevTools) ends the measuring."""
+        cov = self.js_coverage
+        if cov is None:
+            return
+        try:
+            if what == "start":
+                cov.start(device.driver)
+            else:
+                cov.take(device.driver, baseline)
+        except Exception as exc:
+            if what == "start":
+                self.js_coverage = None
+            if what not in self._js_coverage_errors:
+                self._js_coverage_errors.add(what)
+                self.audit.write(worker=self.worker, step=self.stats.steps, decision="js-coverage",
+                                 reason=f"{what} failed: {type(exc).__name__}: "
+                                        f"{(str(exc).splitlines() or [''])[0][:200]}"
+                                        + (" (no JS coverage from here on)" if what == "start" else ""))
+        if save and self.js_coverage is not None:
+            self.js_coverage.save(coverage_path(self.store.dir, self.worker))
 
     def _in_app_obs(self, obs: Observation) -> bool:
         if self.app.platform == "web":
             return self._in_app(Screen(obs.platform, obs.location, 1, 1, 1.0, [], b""))
         return True
 
-    def _act(self, device: Device, cur: dict[str, Any], c: Candidate, reason: str) -> dict[str, Any]:
-        self.audit.write(worker=self.worker, step=self.stats.steps, state=cur["sid"], decision="act",
+    def _act(self, device: Device, cur: Observed, c: Candidate, reason: str) -> Observed:
+        self.audit.write(worker=self.worker, step=self.stats.steps, state=cur.sid, decision="act",
                          action=c.describe(), key=c.key, reason=reason)
         self._acting = c
+        self._js_coverage("take", device)  # a click may navigate, and V8 drops the old document's counts
         started = time.monotonic()
         error = None
         try:
@@ -440,19 +574,23 @@ class Crawler:
             raise
         except (WebDriverException, ValueError) as exc:
             error = (str(exc).splitlines() or [type(exc).__name__])[0][:300]
+        # Tests only: a crash with the action done on the device and nothing of it logged yet.
+        faults.maybe_kill(f"crawl:{self.endpoint.name}:acted:{self.stats.steps}")
+        if c.type is ActionType.TYPE and error is None:
+            self._typed_texts.add(c.action.text or "")  # before the next screen is read: that value is ours
         _settled, screen = device.settle_and_capture()
         nxt = self._observe(screen)
         for text in device.dismissed_dialogs:
-            self.audit.write(worker=self.worker, step=self.stats.steps, state=cur["sid"], decision="dialog",
+            self.audit.write(worker=self.worker, step=self.stats.steps, state=cur.sid, decision="dialog",
                              reason=f"page dialog answered with Cancel: {text}")
         device.dismissed_dialogs.clear()
         duration = (time.monotonic() - started) * 1000
-        src, dst = self.table.canonical(cur["sid"]), nxt["sid"]
+        src, dst = self.table.canonical(cur.sid), nxt.sid
         effective = src != self.table.canonical(dst)
         t = Transition(
             id=stable_id(self.config.run_id, self.app.id, self.worker, self.log.next_seq, "tr"),
-            run_id=self.config.run_id, app_id=self.app.id, from_state=cur["sid"], to_state=dst,
-            from_observation_id=cur["obs"].id, to_observation_id=nxt["obs"].id, action=c.action,
+            run_id=self.config.run_id, app_id=self.app.id, from_state=cur.sid, to_state=dst,
+            from_observation_id=cur.obs.id, to_observation_id=nxt.obs.id, action=c.action,
             effective=effective, error=error, duration_ms=round(duration, 1),
         )
         if c.type is ActionType.TYPE and error is None:
@@ -461,23 +599,22 @@ class Crawler:
             self._wrote = c.describe()
         memory_effective = effective or c.type in INPUT_TYPES or error is not None
         self.graph.record(src, c.key, dst, memory_effective)
-        self._commit([nxt], transition=t.model_dump(mode="json"), action_key=c.key,
-                     memory_effective=memory_effective, reason=reason)
+        self._commit([nxt], transition=t, action_key=c.key, memory_effective=memory_effective, reason=reason)
         self.stats.steps += 1
         self.stats.new_steps += 1
         self._acting = None
         return nxt
 
-    def _recover(self, device: Device, cur: dict[str, Any]) -> dict[str, Any]:
+    def _recover(self, device: Device, cur: Observed) -> Observed:
         """Left the app (external link, other package): go back once, else restart."""
         back = Candidate(stable_id("navigate_back", "", ""), "recover", Action(type=ActionType.NAVIGATE_BACK))
-        self.graph.offer(cur["sid"], back.key, back.group, "", back.action)
-        nxt = self._act(device, cur, back, f"left the app ({cur['obs'].location[:80]}): go back")
-        if self._in_app_obs(nxt["obs"]):
+        self.graph.offer(cur.sid, back.key, back.group, "", back.action)
+        nxt = self._act(device, cur, back, f"left the app ({cur.obs.location[:80]}): go back")
+        if self._in_app_obs(nxt.obs):
             return nxt
         self.stats.restarts += 1
         self._policy_restarted()
-        return self._restart(device, "still outside the app after going back", nxt["sid"])
+        return self._restart(device, "still outside the app after going back", nxt.sid)
 
 
 def _posts_form(c: Candidate) -> bool:

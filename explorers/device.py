@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import contextlib
 import struct
-from typing import Any, Protocol
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from selenium.common.exceptions import UnexpectedAlertPresentException, WebDriverException
 from selenium.webdriver.common.actions import interaction
@@ -23,6 +24,11 @@ from selenium.webdriver.common.keys import Keys
 from explorers.screen import Screen, Widget
 from explorers.settle import InPageWaitUnavailable, SettleConfig, SettleResult, wait_until_stable
 from schemas import Action, ActionType, Platform
+
+if TYPE_CHECKING:
+    # Every session is appium-python-client's Remote, a Selenium WebDriver (sessions.py); typing only, so the
+    # adapters and tests can hand in a driver of their own.
+    from appium.webdriver.webdriver import WebDriver as Driver
 
 MAX_DIALOGS_PER_CALL = 3  # a page that keeps opening dialogs fails the command instead of looping
 LONG_PRESS_MS = 800
@@ -61,25 +67,28 @@ def png_size(png: bytes) -> tuple[int, int]:
     return struct.unpack(">II", png[16:24])
 
 
+T = TypeVar("T")
+
+
 class PlatformAdapter(Protocol):
     platform: Platform
 
-    def capture(self, driver: Any) -> Screen: ...
-    def probe(self, driver: Any) -> Any: ...
+    def capture(self, driver: Driver) -> Screen: ...
+    def probe(self, driver: Driver) -> Any: ...
     def probe_ready(self, value: Any) -> bool: ...
     def pointer_scale(self) -> float: ...
-    def back(self, driver: Any) -> None: ...
-    def home(self, driver: Any) -> None: ...
-    def open(self, driver: Any, target: str) -> None: ...
-    def clear_data(self, driver: Any, target: str) -> None: ...
-    def scroll(self, driver: Any, direction: str, x: float | None, y: float | None) -> None: ...
-    def type_text(self, driver: Any, text: str) -> None: ...
+    def back(self, driver: Driver) -> None: ...
+    def home(self, driver: Driver) -> None: ...
+    def open(self, driver: Driver, target: str) -> None: ...
+    def clear_data(self, driver: Driver, target: str) -> None: ...
+    def scroll(self, driver: Driver, direction: str, x: float | None, y: float | None) -> None: ...
+    def type_text(self, driver: Driver, text: str) -> None: ...
 
 
 class Device:
     """One live session. Every public method raises ``SessionLost`` when the session has died."""
 
-    def __init__(self, driver: Any, adapter: PlatformAdapter, settle: SettleConfig | None = None):
+    def __init__(self, driver: Driver, adapter: PlatformAdapter, settle: SettleConfig | None = None):
         self.driver = driver
         self.adapter = adapter
         self.settle_config = settle or SettleConfig()
@@ -89,7 +98,7 @@ class Device:
     def platform(self) -> Platform:
         return self.adapter.platform
 
-    def _guard(self, fn: Any, *args: Any) -> Any:
+    def _guard(self, fn: Callable[..., T], *args: object) -> T:
         for attempt in range(MAX_DIALOGS_PER_CALL + 1):
             try:
                 return fn(*args)

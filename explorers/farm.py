@@ -24,11 +24,12 @@ import traceback
 import urllib.request
 from collections import deque
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from multiprocessing.connection import wait as mp_wait
+from multiprocessing.process import BaseProcess
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, cast
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -37,6 +38,9 @@ from explorers.config import CrawlConfig
 from explorers.profiles import Profile, matrix
 from explorers.sessions import EndpointSpec
 from explorers.store import ExportSummary, GraphStore
+
+if TYPE_CHECKING:  # the parent never imports the crawler (Selenium); only its workers do
+    from explorers.crawler import CrawlProgress, CrawlStats
 
 MAX_WORKER_RESTARTS = 3
 
@@ -56,6 +60,14 @@ def jobs_for(config: CrawlConfig) -> list[Job]:
     return [Job(i, p) for i in range(len(config.apps)) for p in profiles]
 
 
+@dataclass(frozen=True)
+class JobResult:
+    """A finished job: the crawler's counts and the device that ran it."""
+
+    device: str
+    stats: CrawlStats
+
+
 def _worker(config_json: str, device_index: int, conn: Connection) -> None:
     """Worker process body: receive a job, crawl it, report; ``None`` means no work is left."""
     from explorers.config import CrawlConfig
@@ -73,14 +85,14 @@ def _worker(config_json: str, device_index: int, conn: Connection) -> None:
         if job is None:
             return
 
-        def progress(d: dict[str, Any]) -> None:
-            conn.send(("progress", d))
+        def progress(p: CrawlProgress) -> None:
+            conn.send(("progress", p))
 
         crawler = None
         try:
             crawler = Crawler(config, config.apps[job.app_index], job.profile, endpoint, progress)
             stats = crawler.run()
-            conn.send(("done", {**asdict(stats), "device": dev.name}))
+            conn.send(("done", JobResult(dev.name, stats)))
         except Exception as exc:  # the job failed for a reason a new session would not fix; report, go on
             where = crawler.where() if crawler is not None else "before the crawl started"
             conn.send(("failed", failure_report(exc, where)))
@@ -95,7 +107,7 @@ def failure_report(exc: BaseException, where: str) -> str:
 
 @dataclass
 class FarmResult:
-    results: list[dict[str, Any]]
+    results: list[JobResult]
     failures: list[tuple[str, str]]
     exports: dict[str, ExportSummary]
     seconds: float
@@ -108,7 +120,7 @@ class FarmResult:
 class _Slot:
     """The parent's view of one device's worker process."""
 
-    process: Any
+    process: BaseProcess
     conn: Connection
     pid: int = 0
     job: Job | None = None
@@ -159,7 +171,7 @@ def run_farm(config: CrawlConfig, console: Console | None = None, show_progress:
     n = min(len(config.devices), len(all_jobs))
     slots: dict[int, _Slot] = {}
     restarts = dict.fromkeys(range(n), 0)
-    results: list[dict[str, Any]] = []
+    results: list[JobResult] = []
     failures: list[tuple[str, str]] = []
     requeued: list[str] = []
     orphans_closed: list[str] = []
@@ -194,9 +206,9 @@ def run_farm(config: CrawlConfig, console: Console | None = None, show_progress:
                         on_worker(config.devices[i].name, payload)
                     assign(i)
                 elif kind == "progress":
-                    slot.session_id, slot.profile_dir = payload.get("session_id"), payload.get("profile_dir", "")
-                    progress.update(bars[i], completed=payload["steps"],
-                                    info=f"{payload['states']} states · {payload['status']}")
+                    slot.session_id, slot.profile_dir = payload.session_id, payload.profile_dir
+                    progress.update(bars[i], completed=payload.budget_used,
+                                    info=f"{payload.states} states · {payload.status}")
                 elif kind in ("done", "failed"):
                     job, slot.job = slot.job, None
                     finished += 1

@@ -7,8 +7,8 @@ one alias, not a rewrite.
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Callable
+from collections import Counter, deque
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -116,6 +116,35 @@ class Graph:
                 del self.edges[(src, key)]
                 new = Counter({self.canonical(t): n for t, n in tos.items()})
                 self.edges.setdefault((self.canonical(src), key), Counter()).update(new)
+
+    def routes(self, start: str | Iterable[str], hop: Callable[[str, str, Counter[str]], str | None],
+               ordered: bool = False) -> dict[str, tuple[int, tuple[str, str] | None]]:
+        """Known states reachable from ``start`` over recorded edges: distance, and the first hop (state, action key)
+        towards each. ``hop(src, key, destinations)`` names where the (canonical) edge leads now, or None to leave
+        it out (an edge that stopped leading where it did); ``ordered`` tries a state's edges by action key instead
+        of in recorded order. The crawler's policy walks back to unexplored states and the probe to its targets
+        with this one search. Several starts (the screens known URLs open): distances from the nearest, and a
+        first hop leaves that start (None for a start itself)."""
+        adj: dict[str, list[tuple[str, str]]] = {}
+        for (src, key), tos in self.edges.items():
+            s = self.canonical(src)
+            d = hop(s, key, tos)
+            if d is not None and d != s:
+                adj.setdefault(s, []).append((key, d))
+        if ordered:
+            for edges in adj.values():
+                edges.sort()
+        starts = [start] if isinstance(start, str) else list(start)
+        out: dict[str, tuple[int, tuple[str, str] | None]] = dict.fromkeys(starts, (0, None))
+        queue = deque(starts)
+        while queue:
+            cur = queue.popleft()
+            dist, first = out[cur]
+            for key, nxt in adj.get(cur, []):
+                if nxt not in out:
+                    out[nxt] = (dist + 1, first or (cur, key))
+                    queue.append(nxt)
+        return out
 
     # --- questions the policy asks ----------------------------------------------------------------
     def is_fresh(self, sid: str, key: str) -> bool:

@@ -8,58 +8,71 @@ an offline look at "what is offered but untried" agree on every state, alias, of
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
 
-from explorers.abstraction import Features, StateTable
+from explorers.abstraction import StateTable
 from explorers.graph import Graph, screen_heading
-from schemas import Action
+from explorers.steps import LoggedObservation, StepRecord
+from schemas import ActionType
 
 
 @dataclass
 class Replayed:
     steps: int = 0  # transitions committed
-    restarts: int = 0  # restarts after the first start of each run
+    restarts: int = 0  # restarts the crawl chose or needed (not the start of a run, nor a new browser session)
     errors: int = 0  # actions skipped because they raised
+    opens: int = 0  # known URLs opened directly
+    typed: list[str] = field(default_factory=list)  # texts the crawl typed, in order
+
+    @property
+    def budget_used(self) -> int:
+        """What counts against ``budget.max_steps``: every action, restart and opened URL."""
+        return self.steps + self.restarts + self.opens
 
 
-def remember(graph: Graph, sid: str, obs: dict[str, Any], title: str, offers: list[list[Any]], step: int) -> None:
-    """Record one observation of ``sid``: its first capture's facts and the actions it offered."""
-    info = graph.state(sid)
+# Restart reasons that are not the crawl's own navigation: the start of a run (first or resumed) and the session
+# a dead browser was replaced with.
+UNCOUNTED_RESTARTS = ("start", "resume", "new session after the previous one died")
+
+
+def remember(graph: Graph, logged: LoggedObservation, step: int) -> None:
+    """Record one observation of its state: its first capture's facts and the actions it offered."""
+    info = graph.state(logged.state)
     info.visits += 1
     if not info.observation_id:
-        info.observation_id, info.location, info.title = obs["id"], obs["location"], title
-        info.screenshot_sha256 = obs["screenshot_sha256"]
-        info.structural_hash, info.exact_hash = obs["structural_hash"], obs["exact_hash"]
+        info.observation_id, info.location, info.title = logged.observation_id, logged.location, logged.title
+        info.screenshot_sha256 = logged.screenshot_sha256
+        info.structural_hash, info.exact_hash = logged.structural_hash, logged.exact_hash
         info.first_step = step
-        info.heading = screen_heading(obs.get("elements") or [])
-    for key, group, target, action, *hints in offers:
-        graph.offer(sid, key, group, target, Action.model_validate(action), hints[0] if hints else None)
+        info.heading = screen_heading(logged.elements)
+    for o in logged.offers:
+        graph.offer(logged.state, o.key, o.group, o.target, o.action, dict(o.hints) or None)
 
 
-def replay_log(records: Iterable[dict[str, Any]], table: StateTable, graph: Graph) -> Replayed:
-    """Feed every committed record into ``table`` and ``graph``; returns what the log counted."""
+def replay_log(steps: Iterable[StepRecord], table: StateTable, graph: Graph) -> Replayed:
+    """Feed every committed step into ``table`` and ``graph``; returns what the log counted."""
     out = Replayed()
-    starts = 0
-    for rec in records:
-        table.mask.update(rec.get("mask", []))
-        for o in rec.get("observations", []):
-            table.restore(o["state"], Features(**o["features"]))
-            remember(graph, o["state"], o["observation"], o.get("title", ""), o.get("offers", []), out.steps)
-            if o.get("scripted"):
-                graph.abandoned.add(o["state"])
-        for a, b in rec.get("merges", []):
+    for step in steps:
+        table.mask.update(step.mask)
+        for o in step.observations:
+            table.restore(o.state, o.features)
+            remember(graph, o, out.steps)
+            if o.scripted:
+                graph.abandoned.add(o.state)
+        for a, b in step.merges:
             table.aliases[a] = b
             graph.merge(a, b)
-        t = rec.get("transition")
-        if t:
-            graph.record(t["from_state"], rec["action_key"], t["to_state"], rec.get("memory_effective", True))
+        t = step.transition
+        if t is not None:
+            graph.record(t.from_state, step.action_key, t.to_state, step.memory_effective)
             out.steps += 1
-        failed = rec.get("failed")
-        if failed:
-            graph.fail(failed["state"], failed["key"])
+            if t.action.type == ActionType.TYPE and t.action.text and not t.error:
+                out.typed.append(t.action.text)
+        if step.failed is not None:
+            graph.fail(step.failed.state, step.failed.key)
             out.errors += 1
-        if rec.get("restart"):
-            starts += 1
-    out.restarts = max(0, starts - 1)  # the first start of a run is not a restart
+        if step.restart and (step.reason or "") not in UNCOUNTED_RESTARTS:
+            out.restarts += 1
+        if step.opened:
+            out.opens += 1
     return out

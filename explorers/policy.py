@@ -7,10 +7,23 @@ a submit button whose form still has empty required fields, scrolling, back — 
 state starts at a prior and is learned from what this crawl's actions of that class did (typing into a field
 rarely makes a new screen; in an app whose search box opens a popup it does). The policy takes the action with
 the best chance per step spent: an action here, or one in another known state reached by walking the shortest
-known path, or by restarting from the entry (one step, like any action) and walking from there. Rows of a list
+known path, by opening a known screen's URL directly (web: one navigation, and where a URL landed is learned), or
+by restarting from the entry and walking from there — a restart and an opened URL are a step of the budget like
+any action. A screen family (the screens of one URL pattern) whose last few untried actions all found nothing new
+is explored enough: its remaining actions are worth a fraction of their class's chance, so the crawl moves on
+instead of burning the budget there (links to URLs never seen still count in full). Rows of a list
 count as one choice (two rows tried per screen, and a family of rows, pages or menu entries tried a few times
 anywhere is explored enough), elements that did nothing elsewhere are skipped, and it stops when nothing
 anywhere is left to try.
+
+Where an element sits and what it did count too. The untried actions taken under one ancestor (a toolbar, a
+sidebar, a dialog) of one screen family are that region's record, and a region whose actions changed nothing damps
+its other unlabelled buttons and elements (Node-RED's canvas zoom tools are not pressed one by one; a region only
+ever lowers a class's chance, and links and typing are judged by their own record). An element that left the screen
+as it was wherever it was tried is "no-effect". A fragment that is a client-side route (``#/trails/overview``,
+``#flow/tab2``) names a screen, so such a link is a link to a new URL, not to the page itself, and an ``href="#"`` or
+an ``#anchor`` on a routed screen is a script's button. On a fresh session's first screen "back" leaves the app;
+where that is all the screen offers (an editor still drawing itself) the entry is reloaded a few times instead.
 
 What an element did is remembered per (identity, label): when the app switches language or account, the same
 navigation link says something else and is "relabelled" — a new context worth exploring, not a link already
@@ -31,9 +44,10 @@ the safety guard allowed, and returns a reason with every decision for the audit
 from __future__ import annotations
 
 import random
-from collections import Counter, deque
+from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from explorers.abstraction import normalize_location, normalize_text
@@ -49,7 +63,7 @@ NOVELTY_PRIORS = {
     "link-new-url": 0.9, "relabelled": 0.8, "element-new": 0.6, "scroll": 0.4, "submit-again": 0.4, "other": 0.3,
     "type": 0.25, "link-known-url": 0.25, "element-seen": 0.2, "back": 0.1, "repeat-known": 0.1,
     "radio-revert": 0.1, "link-self": 0.05, "dead-label": 0.03, "submit-blocked": 0.05, "link-external": 0.02,
-    "family-seen": 0.1,
+    "family-seen": 0.1, "no-effect": 0.05, "back-exit": 0.01,
 }
 PRIOR_WEIGHT = 3.0
 # Below this chance an untried action is only taken when no state within reach offers a better one: the
@@ -67,6 +81,24 @@ FAMILY_LIMIT = 4
 # Labels an element may be tried with before a further relabelling (another language, another account) is no longer
 # a new context worth exploring: the first switch shows the app in another context, the thirtieth shows it again.
 RELABEL_LIMIT = 2
+# A screen family whose last CONTEXT_WINDOW untried actions reached nothing new is explored enough: its untried
+# actions are then worth CONTEXT_DAMP of their class's chance (a link to a URL never seen is exempt).
+CONTEXT_WINDOW = 6
+CONTEXT_DAMP = 0.25
+LANDING_RETRIES = 3  # reloads of an entry that offered nothing but "back" before going back is tried
+OPEN_MISS_LIMIT = 2  # consecutive times opening a URL showed another state than the last time before it is not used
+# Screen regions: the untried actions taken under one ancestor element (a toolbar, a sidebar, a menu) of one screen
+# family predict its other actions: a canvas toolbar whose zoom buttons re-render the same screen is not worth
+# pressing button by button, while a tab strip whose first tab opened a panel is. An element's REGION_DEPTH nearest
+# ancestors refine the class's chance in turn, widest first, each estimate counting as REGION_WEIGHT observations
+# against the region's own; the result only ever lowers the class's chance.
+REGION_DEPTH = 3
+REGION_WEIGHT = 2.0
+# The classes a region speaks for: actions the element's own record says little about (never tried, or tried on
+# other screens, or a form's submit). An element that led only to known screens or changed nothing is judged by
+# that record, a link by its target (a link to a known page is how synthesis learns equivalent controls: the
+# sidebar's and the page's "New note"), and typing by the form it fills, whatever its neighbours did.
+REGION_CLASSES = frozenset({"element-new", "element-seen", "submit-again", "submit-blocked", "other"})
 
 
 @dataclass
@@ -77,14 +109,43 @@ class Decision:
     url: str = ""
 
 
+@dataclass
+class _Plan:
+    """How to reach the state with the next action worth taking."""
+
+    target: str
+    hop: tuple[str, str] | None  # the first walk step (state, action key), for a walk
+    distance: int  # steps spent before the action: walk steps, plus one for an opened URL or a restart
+    how: str  # walk | open | restart
+    url: str = ""  # for open
+
+
 class Policy(Protocol):
     name: str
 
     def choose(self, graph: Graph, state: str, cands: list[Candidate]) -> Decision: ...
 
 
-def _strip_fragment(url: str) -> str:
-    return url.split("#", 1)[0]
+def _route_fragment(url: str) -> str:
+    """The fragment of ``url`` when it is a client-side route (``#/trails/overview``, ``#!/inbox``, ``#flow/tab2``: a
+    single-page app shows another screen there), else "" (an anchor on the page: ``#section``, a route's ``?id=``)."""
+    frag = url.partition("#")[2].split("?", 1)[0]
+    frag = frag[1:] if frag.startswith("!") else frag
+    return frag.strip("/") if "/" in frag else ""
+
+
+def screen_url(url: str) -> str:
+    """``url`` without an in-page anchor: two links to it show the same screen."""
+    route = _route_fragment(url)
+    return url.split("#", 1)[0] + ("#/" + route if route else "")
+
+
+def route_of(url: str) -> str:
+    """The kind of screen a URL names (``normalize_location``, client-side route included, numbers as
+    placeholders): a link whose route no known state has leads somewhere new."""
+    route = _route_fragment(url)
+    return normalize_location(url.split("#", 1)[0]) + (
+        "#/" + "/".join("<n>" if seg.isdigit() else seg for seg in route.split("/")) if route else "")
 
 
 def _is_radio(c: Candidate) -> bool:
@@ -100,6 +161,7 @@ class _Seen:
     target: str = ""
     label: str = ""  # normalized visible label: the same element saying something else is another context
     group: str = ""  # the family of look-alike actions it belongs to ("" when it stands alone)
+    path: str = ""  # the element's DOM / hierarchy path: its ancestors are the screen regions it belongs to
 
     @property
     def identity(self) -> tuple[str, str]:
@@ -136,6 +198,67 @@ class GreedyPolicy:
     _label_effect: dict[str, tuple[int, int]] = field(default_factory=dict)  # label -> (actions, screen changed)
     _family_tries: Counter[str] = field(default_factory=Counter)  # action family -> actions taken, in any state
     _last_group: str = ""
+    # Which URLs may be opened directly (the crawler sets it on the web: in-app hosts, nothing the deny-list names);
+    # None: the platform cannot open a screen by its address, so only walks and restarts reach other states.
+    open_filter: Callable[[str], bool] | None = None
+    _open_landing: dict[str, str] = field(default_factory=dict)  # URL -> the state opening it showed last time
+    _open_misses: Counter[str] = field(default_factory=Counter)  # URL -> consecutive surprising landings
+    _opening: tuple[str, str] | None = None  # (URL, expected state) of the URL just opened
+    _openable: dict[str, bool] = field(default_factory=dict)  # open_filter's verdict per URL (asked once)
+    _context: dict[str, list[bool]] = field(default_factory=dict)  # screen family -> recent untried actions: new?
+    _last_context: str | None = None  # the screen family the last untried action was taken in
+    _target_effect: dict[tuple[str, str], tuple[int, int]] = field(default_factory=dict)  # identity -> (tries, changed)
+    _regions: dict[str, tuple[int, int]] = field(default_factory=dict)  # family|ancestor -> (untried actions, new)
+    _last_regions: list[str] = field(default_factory=list)  # the regions of the untried action just taken
+    _at_landing: bool = False  # standing where a restart landed, nothing done since: the browser has no history
+    _landing_retries: int = 0  # restarts because the entry offered nothing but "back"
+
+    # --- what a resumed crawl keeps ------------------------------------------------------------------
+    def snapshot(self) -> dict[str, Any]:
+        """What this crawl has learned, as JSON: class rates, what each element and label did, families, hops and
+        URLs that missed, screen families explored enough, the facts of every candidate seen. A resumed crawl
+        ``restore``s it, so it goes on where it stopped instead of re-learning (and re-trying) from the priors."""
+        return {
+            "policy": self.name, "version": 1, "entry": self._entry, "visited": sorted(self._visited),
+            "tries": self._tries, "hits": self._hits,
+            "label_tries": [[*k, n] for k, n in self._label_tries.items()],
+            "labels_tried": {k: sorted(v) for k, v in self._labels_tried.items()},
+            "target_dests": [[*k, sorted(v)] for k, v in self._target_dests.items()],
+            "label_effect": {k: list(v) for k, v in self._label_effect.items()},
+            "family_tries": dict(self._family_tries),
+            "radios": [list(k) for k in self._radios], "radio_defaults": [list(k) for k in self._radio_defaults],
+            "hop_misses": [[*k, n] for k, n in self._hop_misses.items()],
+            "latest": [[*k, v] for k, v in self._latest.items()],
+            "absent": [[*k, n] for k, n in self._absent.items()],
+            "seen": [[st, key, v.cls_hint, v.href, v.target, v.label, v.group, v.path]
+                     for (st, key), v in self._seen.items()],
+            "open_landing": self._open_landing, "open_misses": dict(self._open_misses), "context": self._context,
+            "target_effect": [[*k, *v] for k, v in self._target_effect.items()],
+            "regions": {k: list(v) for k, v in self._regions.items()},
+        }
+
+    def restore(self, data: dict[str, Any]) -> None:
+        """Take back what ``snapshot`` saved (a snapshot of another policy or version is ignored)."""
+        if data.get("policy") != self.name or data.get("version") != 1:
+            return
+        self._visited = set(data["visited"])
+        self._tries, self._hits = dict(data["tries"]), dict(data["hits"])
+        self._label_tries = Counter({(t, lb): n for t, lb, n in data["label_tries"]})
+        self._labels_tried = {k: set(v) for k, v in data["labels_tried"].items()}
+        self._target_dests = {(t, lb): set(v) for t, lb, v in data["target_dests"]}
+        self._label_effect = {k: (int(v[0]), int(v[1])) for k, v in data["label_effect"].items()}
+        self._family_tries = Counter(data["family_tries"])
+        self._radios = {(t, lb) for t, lb in data["radios"]}
+        self._radio_defaults = {(t, lb) for t, lb in data["radio_defaults"]}
+        self._hop_misses = Counter({(a, b): n for a, b, n in data["hop_misses"]})
+        self._latest = {(a, b): v for a, b, v in data["latest"]}
+        self._absent = Counter({(a, b): n for a, b, n in data["absent"]})
+        self._seen = {(st, key): _Seen(*rest) for st, key, *rest in data["seen"]}  # snapshots before paths: 7 items
+        self._open_landing = dict(data["open_landing"])
+        self._open_misses = Counter(data["open_misses"])
+        self._context = {k: list(v) for k, v in data["context"].items()}
+        self._target_effect = {(t, lb): (int(n), int(c)) for t, lb, n, c in data.get("target_effect", [])}
+        self._regions = {k: (int(v[0]), int(v[1])) for k, v in data.get("regions", {}).items()}
 
     # --- learning ----------------------------------------------------------------------------------
     def restarted(self) -> None:
@@ -149,19 +272,36 @@ class GreedyPolicy:
         self._last_class = self._last_target = None
         self._last_group = ""
         self._radio_chosen = False
+        self._opening = None
+        self._last_context = None
+        self._last_regions = []
 
     def _observe(self, graph: Graph, state: str) -> None:
         new = state not in self._visited
+        self._at_landing = False
         self._visited.add(state)
         cls = self._last_class
         if cls is not None and cls != "type-required":
             self._tries[cls] = self._tries.get(cls, 0) + 1
             self._hits[cls] = self._hits.get(cls, 0) + int(new)
+        if self._last_context is not None and cls != "type-required":
+            recent = self._context.setdefault(self._last_context, [])
+            recent.append(new)
+            del recent[:-CONTEXT_WINDOW]
+        self._last_context = None
+        if cls != "type-required":
+            for region in self._last_regions:
+                tries, hits = self._regions.get(region, (0, 0))
+                self._regions[region] = (tries + 1, hits + int(new))
+        self._last_regions = []
         if self._last_target is not None:
-            if self._last_target[1] and self._last_hop is not None:
-                tries, changed = self._label_effect.get(self._last_target[1], (0, 0))
-                changed += graph.canonical(self._last_hop[0]) != state
-                self._label_effect[self._last_target[1]] = (tries + 1, changed)
+            if self._last_hop is not None:
+                moved = graph.canonical(self._last_hop[0]) != state
+                tries, changed = self._target_effect.get(self._last_target, (0, 0))
+                self._target_effect[self._last_target] = (tries + 1, changed + moved)
+                if self._last_target[1]:
+                    tries, changed = self._label_effect.get(self._last_target[1], (0, 0))
+                    self._label_effect[self._last_target[1]] = (tries + 1, changed + moved)
             self._label_tries[self._last_target] += 1
             self._labels_tried.setdefault(self._last_target[0], set()).add(self._last_target[1])
             self._target_dests.setdefault(self._last_target, set()).add(state)
@@ -172,6 +312,7 @@ class GreedyPolicy:
         if self._restarting:
             self._entry = state
             self._restarting = False
+            self._at_landing = True
 
     def novelty(self, cls: str) -> float:
         """Estimated chance that an action of ``cls`` reaches a new state (prior blended with this crawl)."""
@@ -191,10 +332,25 @@ class GreedyPolicy:
         # those is filling a required field a step towards a new screen.
         submittable = {w.form_action for c in cands if (w := c.widget) is not None and c.type is ActionType.CLICK
                        and w.form_action and w.tag in ("button", "input") and w.input_type in SUBMIT_TYPES}
+        # A group of checkboxes of one name with none ticked is a multiple-choice field ("For whom?": which
+        # participants share a bill); servers commonly refuse the form until one is ticked, so it counts as a
+        # required field left empty.
+        boxes: dict[tuple[str, str], bool] = {}
+        for c in cands:
+            if (w := c.widget) is not None and w.input_type == "checkbox" and w.input_name and w.form_action:
+                key = (w.form_action, w.input_name)
+                boxes[key] = boxes.get(key, False) or w.element.checked
+        group_size = Counter((w.form_action, w.input_name) for c in cands if (w := c.widget) is not None
+                             and w.input_type == "checkbox" and w.input_name and w.form_action)
+        unticked = {k for k, ticked in boxes.items() if not ticked and group_size[k] >= 2}
+        empty_required |= {form for form, _name in unticked}
         for c in cands:
             w = c.widget
             t = c.type
-            if t in (ActionType.TYPE, ActionType.SELECT):
+            if t is ActionType.CLICK and w is not None and (w.form_action, w.input_name) in unticked \
+                    and w.form_action in submittable:
+                hint = "type-required"  # ticking one box of the group unblocks the form's submit
+            elif t in (ActionType.TYPE, ActionType.SELECT):
                 needed = w is not None and w.required and not w.value and w.form_action in empty_required \
                     and w.form_action in submittable
                 hint = "type-required" if needed else "type"
@@ -204,8 +360,8 @@ class GreedyPolicy:
                 hint = "scroll"
             elif t is not ActionType.CLICK or w is None:
                 hint = "other"
-            elif w.href and urlsplit(w.href).scheme in ("http", "https"):
-                hint = "link"
+            elif w.href and urlsplit(w.href).scheme in ("http", "https") and not w.href.endswith("#"):
+                hint = "link"  # (an ``href="#"`` is a button drawn as a link: its script decides what it does)
             elif w.form_action in empty_required and w.tag in ("button", "input") and w.input_type in SUBMIT_TYPES:
                 hint = "submit-blocked"
             elif w.form_action and w.tag in ("button", "input") and w.input_type in SUBMIT_TYPES:
@@ -213,7 +369,8 @@ class GreedyPolicy:
             else:
                 hint = "element"
             label = normalize_text(w.label) if w else ""
-            seen = _Seen(hint, w.href if w else "", c.target_key or c.key, label, c.group if c.group != c.key else "")
+            seen = _Seen(hint, w.href if w else "", c.target_key or c.key, label, c.group if c.group != c.key else "",
+                         w.element.path if w else "")
             if w is not None and w.element.role == "radio" and seen.identity not in self._radios:
                 # A checked radio offers no action; one that first shows up right after choosing another option
                 # of its group is the option the form came with, and choosing it again undoes that choice.
@@ -249,6 +406,10 @@ class GreedyPolicy:
         if not tried and seen.label and seen.cls_hint in ("link", "element") and len(others) < RELABEL_LIMIT \
                 and any(label != seen.label for label in others):
             return "relabelled"  # an element already used now says something else: the app's context changed
+        if seen.cls_hint in ("link", "element") and tried:
+            tries, changed = self._target_effect.get(seen.identity, (0, 0))
+            if tries and not changed:
+                return "no-effect"  # wherever this element was tried, the screen stayed as it was (a zoom button)
         if seen.cls_hint in ("link", "element", "submit-blocked"):
             dests = self._target_dests.get(seen.identity)
             if dests and all(graph.canonical(d) in self._visited for d in dests):
@@ -257,13 +418,20 @@ class GreedyPolicy:
             here = graph.states.get(state)
             if here is not None and urlsplit(seen.href).netloc != urlsplit(here.location).netloc:
                 return "link-external"  # leaving the app costs the step and the way back
-            if here is not None and _strip_fragment(seen.href) == _strip_fragment(here.location):
+            if here is not None and screen_url(seen.href) == screen_url(here.location):
                 return "link-self"
-            if normalize_location(seen.href) not in self._known:
+            if here is not None and _route_fragment(here.location) and not _route_fragment(seen.href) \
+                    and seen.href.split("#", 1)[0] == here.location.split("#", 1)[0]:
+                # ``#info`` on a screen a client-side route drew (``#flow/tab1``) names no page: the app's script
+                # handles it (a sidebar tab, a toggle), so it is judged like any element.
+                return "element-seen" if tried else "element-new"
+            if route_of(seen.href) not in self._known:
                 return "link-new-url"
             return "element-seen" if tried else "link-known-url"
         if seen.cls_hint == "element":
             return "element-seen" if tried else "element-new"
+        if seen.cls_hint == "back" and self._at_landing and state == graph.canonical(self._entry or ""):
+            return "back-exit"  # a restart opened a fresh session here: going back leaves the app
         return seen.cls_hint
 
     def _best_in(self, graph: Graph, state: str, offered: set[str] | None = None) -> tuple[float, str, str] | None:
@@ -282,37 +450,100 @@ class GreedyPolicy:
         return best
 
     def _score(self, graph: Graph, state: str, key: str) -> tuple[float, str]:
-        """Chance that this action reaches a new state (its class's learned rate), and the class."""
+        """Chance that this action reaches a new state (its class's learned rate, damped in a screen family that
+        is explored enough), and the class."""
         cls = self._class(graph, state, key)
-        return self.novelty(cls), cls
+        score = self.novelty(cls)
+        if cls in REGION_CLASSES:
+            score = self._regional(graph, state, key, score)
+        if cls != "link-new-url" and self.context_exhausted(graph, state):
+            score *= CONTEXT_DAMP
+        return score, cls
+
+    def _regions_of(self, graph: Graph, state: str, key: str) -> list[str]:
+        """The screen regions an action's element belongs to, nearest first: its REGION_DEPTH closest ancestors,
+        each named with the screen family (one toolbar of one kind of screen)."""
+        seen = self._seen.get((state, key))
+        if seen is None or not seen.path:
+            return []
+        parts = seen.path.strip("/").split("/")
+        family = self._family(graph, state)
+        return [f"{family}|{'/'.join(parts[:n])}" for n in range(len(parts) - 1, max(0, len(parts) - 1 - REGION_DEPTH),
+                                                                      -1)]
+
+    def _regional(self, graph: Graph, state: str, key: str, score: float) -> float:
+        """``score`` (the class's chance) damped by what the untried actions taken in the element's regions did,
+        from the widest to the nearest: each region's (actions, new screens) refine the estimate of the one around
+        it, a region's evidence counting half as much per level it lies further out (a page's main container holds
+        the toolbar and the sidebar alike; the toolbar itself speaks for its buttons)."""
+        regions = self._regions_of(graph, state, key)
+        estimate = score
+        for depth, region in reversed(list(enumerate(regions))):
+            tries, hits = self._regions.get(region, (0, 0))
+            weight = 0.5 ** depth
+            estimate = (hits * weight + REGION_WEIGHT * estimate) / (tries * weight + REGION_WEIGHT)
+        # A region only damps: neighbours that kept finding new screens say little about an action of a class
+        # that rarely does (a link to a known page next to links to new ones), neighbours that changed nothing do.
+        return min(score, estimate)
+
+    def _family(self, graph: Graph, state: str) -> str:
+        info = graph.states.get(graph.canonical(state))
+        return normalize_location(info.location) if info is not None and info.location else ""
+
+    def context_exhausted(self, graph: Graph, state: str) -> bool:
+        """Whether the last CONTEXT_WINDOW untried actions taken in this state's screen family found nothing new."""
+        recent = self._context.get(self._family(graph, state), [])
+        return len(recent) >= CONTEXT_WINDOW and not any(recent)
 
     # --- planning --------------------------------------------------------------------------------------
-    def _bfs(self, graph: Graph, start: str) -> dict[str, tuple[int, tuple[str, str] | None]]:
-        """Known states reachable from ``start``: distance and the first hop (state, action key) towards them."""
-        adj: dict[str, list[tuple[str, str]]] = {}
-        for (src, key), tos in graph.edges.items():
-            s = graph.canonical(src)
+    def _bfs(self, graph: Graph, start: str | dict[str, str]) -> dict[str, tuple[int, tuple[str, str] | None]]:
+        """Known states reachable from ``start`` (or the nearest of several): distance and the first hop (state,
+        action key) towards them, over hops that have not failed or missed too often, each to where it led last."""
+
+        def hop(s: str, key: str, tos: Counter[str]) -> str | None:
             if (s, key) in self._failed_hops or self._hop_misses[(s, key)] >= HOP_MISS_LIMIT:
+                return None
+            return graph.canonical(self._destination(s, key, tos))
+
+        return graph.routes(start, hop)
+
+    def _bfs_from(self, graph: Graph, sources: dict[str, str]) -> dict[str, tuple[int, str]]:
+        """Known states reachable from any of ``sources`` (state -> the URL that shows it): distance from the
+        nearest source and that source's URL."""
+        reach = self._bfs(graph, sources)
+        return {s: (dist, sources[first[0] if first is not None else s]) for s, (dist, first) in reach.items()}
+
+    def _open_sources(self, graph: Graph, here: str) -> dict[str, str]:
+        """States an opened URL shows (state -> URL): where the URL landed last time, else the first state seen at
+        it. Scripted screens (a login form), URLs whose landing keeps changing and the current state are left out."""
+        if self.open_filter is None:
+            return {}
+        first: dict[str, tuple[int, str]] = {}
+        for sid, info in graph.states.items():
+            loc = info.location
+            if loc and (loc not in first or info.first_step < first[loc][0]):
+                first[loc] = (info.first_step, sid)
+        out: dict[str, str] = {}
+        for url, (_step, sid) in sorted(first.items()):
+            landing = graph.canonical(self._open_landing.get(url, sid))
+            if landing == here or landing in graph.abandoned or landing in out \
+                    or self._open_misses[url] >= OPEN_MISS_LIMIT \
+                    or not self._openable.setdefault(url, self.open_filter(url)):
                 continue
-            d = graph.canonical(self._destination(s, key, tos))
-            if d != s:
-                adj.setdefault(s, []).append((key, d))
-        out: dict[str, tuple[int, tuple[str, str] | None]] = {start: (0, None)}
-        queue = deque([start])
-        while queue:
-            cur = queue.popleft()
-            dist, first = out[cur]
-            for key, nxt in adj.get(cur, []):
-                if nxt not in out:
-                    out[nxt] = (dist + 1, first or (cur, key))
-                    queue.append(nxt)
+            out[landing] = url
         return out
 
     def choose(self, graph: Graph, state: str, cands: list[Candidate]) -> Decision:
         state = graph.canonical(state)
         self._observe(graph, state)
         self._remember(state, cands)
-        self._known = {normalize_location(s.location) for s in graph.states.values() if s.location}
+        self._known = {r for s in graph.states.values() if s.location
+                       for r in (route_of(s.location), normalize_location(s.location.split("#", 1)[0]))}
+        if self._opening is not None:
+            url, want = self._opening
+            self._open_misses[url] = 0 if graph.canonical(want) == state else self._open_misses[url] + 1
+            self._open_landing[url] = state  # the app may show another screen at a URL later; the latest counts
+            self._opening = None
         if self._expected is not None:
             src, key, want = self._expected
             hop = (graph.canonical(src), key)
@@ -334,9 +565,18 @@ class GreedyPolicy:
         # The best action here; if it is unpromising, the best elsewhere per step spent reaching it (walking, or
         # restarting from the entry and walking from there).
         here = self._best_in(graph, state, set(by_key))
-        plan: tuple[str, tuple[str, str] | None, int, str] | None = None  # (target, first hop, distance, how)
+        plan: _Plan | None = None
         if here is None or here[0] < MIN_NOVELTY:
             plan = self._plan(graph, state, here[0] if here else 0.0)
+        if plan is None and here is not None and here[2] == "back-exit" and self._landing_retries < LANDING_RETRIES:
+            # All a fresh session's first screen offers is leaving it: the app had not finished loading (an editor
+            # that draws itself after the page's load event). Reloading costs one step; going back costs two or three
+            # (back, back again from the browser's blank page, restart) and teaches nothing.
+            self._landing_retries += 1
+            self._walking = 0
+            self._failed_hops.clear()
+            self._restarting = True
+            return Decision("restart", "the entry offers nothing but leaving the app: reload it (still loading?)")
         if plan is None and here is not None:
             score, key, _cls = here
             best = self._pick(graph, state, cands, key, score)
@@ -344,8 +584,16 @@ class GreedyPolicy:
             n = graph.target_tries[best.target_key or best.key]
             return Decision("act", f"untried action in this state ({self._last_class}, novelty "
                             f"{score:.2f})" + (", new element" if n == 0 else ""), best)
-        if plan is not None and plan[3] == "walk" and plan[1] is not None:
-            src, key = plan[1]
+        if plan is not None and plan.how == "open":
+            self._walking = 0
+            self._failed_hops.clear()
+            landing = self._open_sources(graph, state)
+            want = next((s for s, u in landing.items() if u == plan.url), plan.target)
+            self._opening = (plan.url, want)
+            return Decision("open", f"open a known URL, then {plan.distance - 1} step(s) to a state with a more "
+                            "promising untried action", url=plan.url)
+        if plan is not None and plan.how == "walk" and plan.hop is not None:
+            src, key = plan.hop
             c = by_key.get(key)
             if c is not None:
                 self._walking += 1
@@ -354,7 +602,8 @@ class GreedyPolicy:
                 self._radio_chosen = _is_radio(c)
                 self._last_hop = (state, key)
                 self._expected = (src, key, self._destination(src, key, graph.edges[(src, key)]))
-                return Decision("act", f"walk {plan[2]} step(s) to a state with a more promising untried action", c)
+                return Decision("act", f"walk {plan.distance} step(s) to a state with a more promising untried "
+                                "action", c)
             self._failed_hops.add((src, key))
         if plan is not None or self._anything_left(graph):
             self._walking = 0
@@ -365,29 +614,35 @@ class GreedyPolicy:
             return Decision("restart", why)
         return Decision("stop", "every known state is fully explored")
 
-    def _plan(self, graph: Graph, state: str, floor: float) -> tuple[str, tuple[str, str] | None, int, str] | None:
-        """The known state whose best untried action is worth most per step spent getting there."""
+    def _plan(self, graph: Graph, state: str, floor: float) -> _Plan | None:
+        """The known state whose best untried action is worth most per step spent getting there: walking from here,
+        opening a known URL and walking from where it lands, or restarting and walking from the entry (a restart
+        and an opened URL cost one step each). At equal cost a walk beats an opened URL, which beats a restart."""
         best_value, plan = floor, None
         walks = self._bfs(graph, state) if self._walking < self.max_walk else {state: (0, None)}
         from_entry = self._bfs(graph, graph.canonical(self._entry)) if self._entry is not None else {}
-        for s in set(walks) | set(from_entry):
+        opened = self._bfs_from(graph, self._open_sources(graph, state))
+        for s in set(walks) | set(from_entry) | set(opened):
             if s == state or not graph.has_unexplored(s):
                 continue
             got = self._best_in(graph, s)
             if got is None:
                 continue
-            d_walk = walks[s][0] if s in walks else None
-            d_restart = 1 + from_entry[s][0] if s in from_entry else None
-            if d_walk is not None and (d_restart is None or d_walk <= d_restart):
-                dist, how = d_walk, "walk"
-            elif d_restart is not None:
-                dist, how = d_restart, "restart"
-            else:
+            options = []
+            if s in walks:
+                options.append((walks[s][0], 0, "walk"))
+            if s in opened:
+                options.append((1 + opened[s][0], 1, "open"))
+            if s in from_entry:
+                options.append((1 + from_entry[s][0], 2, "restart"))
+            if not options:
                 continue
+            dist, _order, how = min(options)
             value = got[0] / (dist + 1)
-            if value > best_value or (plan is not None and value == best_value and dist < plan[2]):
+            if value > best_value or (plan is not None and value == best_value and dist < plan.distance):
                 best_value = value
-                plan = (s, walks[s][1] if how == "walk" else None, dist, how)
+                plan = _Plan(s, walks[s][1] if how == "walk" else None, dist, how,
+                             opened[s][1] if how == "open" else "")
         return plan
 
     def _pick(self, graph: Graph, state: str, cands: list[Candidate], key: str, score: float) -> Candidate:
@@ -401,6 +656,8 @@ class GreedyPolicy:
 
         best = min(tied, key=rank) if tied else next(c for c in cands if c.key == key)
         self._last_class = self._class(graph, state, best.key)
+        self._last_context = self._family(graph, state)
+        self._last_regions = self._regions_of(graph, state, best.key)
         self._last_target = self._identity(state, best)
         self._last_group = self._group_of(state, best)
         self._radio_chosen = _is_radio(best)

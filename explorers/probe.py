@@ -20,11 +20,11 @@ navigation counts against the budget. The report says, per request, what was don
 from __future__ import annotations
 
 import time
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from explorers.abstraction import ExactComparator, StateTable, normalize_text
 from explorers.candidates import Candidate
@@ -33,7 +33,10 @@ from explorers.graph import Graph
 from explorers.graph_log import replay_log
 from explorers.policy import Decision
 from explorers.profiles import Profile, matrix
-from explorers.store import GraphStore, read_log
+from explorers.store import GraphStore, read_steps
+
+if TYPE_CHECKING:  # probing runs the crawler, imported when it starts (Selenium)
+    from explorers.crawler import CrawlProgress
 
 NAV_MISS_LIMIT = 3  # navigation attempts that landed elsewhere before a request is given up as unreachable
 HOP_MISS_LIMIT = 2  # times a known hop led elsewhere before routes stop using it
@@ -122,13 +125,13 @@ def load_worker_graph(store: GraphStore, worker: str) -> Graph:
     """The graph one worker's log describes (states, aliases, offers with hints, tried and failed actions)."""
     table = StateTable(store.app_id, ExactComparator())
     graph = Graph(canonical=table.canonical)
-    replay_log(read_log(store.log_path(worker)), table, graph)
+    replay_log(read_steps(store.log_path(worker)), table, graph)
     return graph
 
 
 def store_aliases(store: GraphStore) -> dict[str, str]:
     """Every merge any worker of the app learned (the export, and so synthesis, names states by these)."""
-    return {a: b for _w, rec in store.records() for a, b in rec.get("merges", [])}
+    return {a: b for _w, step in store.steps() for a, b in step.merges}
 
 
 def _canon(aliases: dict[str, str], sid: str) -> str:
@@ -296,26 +299,13 @@ class ProbePolicy:
 
     def _routes(self, graph: Graph, start: str) -> dict[str, tuple[int, tuple[str, str] | None]]:
         """Known states reachable from ``start`` over edges that still lead where they did: distance, first hop."""
-        adj: dict[str, list[tuple[str, str]]] = {}
-        for (src, key), tos in graph.edges.items():
-            s = graph.canonical(src)
+
+        def hop(s: str, key: str, tos: Counter[str]) -> str | None:
             if self._hop_misses[(s, key)] >= HOP_MISS_LIMIT:
-                continue
-            d = graph.canonical(tos.most_common(1)[0][0])
-            if d != s:
-                adj.setdefault(s, []).append((key, d))
-        for edges in adj.values():
-            edges.sort()
-        out: dict[str, tuple[int, tuple[str, str] | None]] = {start: (0, None)}
-        queue = deque([start])
-        while queue:
-            cur = queue.popleft()
-            dist, first = out[cur]
-            for key, nxt in adj.get(cur, []):
-                if nxt not in out:
-                    out[nxt] = (dist + 1, first or (cur, key))
-                    queue.append(nxt)
-        return out
+                return None
+            return graph.canonical(tos.most_common(1)[0][0])
+
+        return graph.routes(start, hop, ordered=True)
 
     def _openable(self, graph: Graph, sid: str) -> str:
         """The URL that shows ``sid`` when opened, if only that state has it (web); else ``""``."""
@@ -452,13 +442,14 @@ def probe_shortcuts(config: CrawlConfig | str | Path, app_id: str | None = None,
                     budget: int = 30, requests: Iterable[ProbeRequest | tuple[str, str]] | None = None,
                     graph_dir: str | Path | None = None, sources: Iterable[str] | None = None,
                     targets: Iterable[str] | None = None, device: int = 0,
-                    progress: Callable[[dict[str, Any]], None] | None = None) -> ProbeReport:
+                    progress: Callable[[CrawlProgress], None] | None = None) -> ProbeReport:
     """Probe shortcuts in an existing graph store and add the edges found to it; returns the report.
 
     ``config`` is the crawl config the graph was made with (devices, the app's login and deny-list); ``app_id``
     may be omitted when it has one app, ``profile`` (a worker key such as ``desktop-en-light-fs1``) when the
-    store has one worker. ``graph_dir`` overrides the config's ``output`` (the directory holding ``<app_id>/``).
-    ``requests`` are explicit (state_id, element_id) pairs or ``ProbeRequest``s; without them the untried actions
+    store has one worker. ``graph_dir`` overrides the config's ``output`` (the directory holding ``<app_id>/``, or
+    that app directory itself). ``requests`` are explicit (state_id, element_id) pairs or ``ProbeRequest``s;
+    without them the untried actions
     of ``sources`` whose label or link names one of ``targets`` (``find_shortcuts``) are probed, nearest first
     in the store's order. ``budget`` counts every action, restart and opened URL. The Parquet views are
     re-exported at the end, so synthesis reading the directory sees the new edges.
@@ -476,6 +467,9 @@ def probe_shortcuts(config: CrawlConfig | str | Path, app_id: str | None = None,
         raise ValueError(f"app: name one of the config's apps ({known})" if app_id is None
                          else f"app {app_id!r} is not in the config (known: {known})")
     app = apps[0]
+    out = Path(cfg.output)
+    if out.name == app.id and not (out / app.id).is_dir():
+        cfg.output = str(out.parent)  # the app's own graph directory was given: the crawl's output holds it
     store = GraphStore(cfg.output, app.id, cfg.blob_root)
     workers = store.workers()
     if profile is None:
@@ -483,7 +477,8 @@ def probe_shortcuts(config: CrawlConfig | str | Path, app_id: str | None = None,
             raise ValueError(f"profile: the store {store.dir} has workers {workers or 'none'}; name one")
         profile = workers[0]
     if profile not in workers:
-        raise ValueError(f"profile {profile!r} has no crawl log in {store.dir} (workers: {', '.join(workers)})")
+        known = ", ".join(workers) or "none"
+        raise ValueError(f"profile {profile!r} has no crawl log in {store.dir} (workers: {known})")
     graph = load_worker_graph(store, profile)
     if requests is None:
         reqs = [s.request() for s in find_shortcuts(graph, sources, targets)]
@@ -499,7 +494,7 @@ def probe_shortcuts(config: CrawlConfig | str | Path, app_id: str | None = None,
     crawler = Crawler(cfg, app, _profile_for(cfg, profile),
                       EndpointSpec(dev.name, dev.url, dev.kind, dict(dev.capabilities)), progress, policy=policy)
     # The probe's own budget governs; the crawl budgets must not stop it first (a finished crawl is the usual input).
-    cfg.budget.max_steps = crawler.stats.steps + budget + 1
+    cfg.budget.max_steps = crawler.stats.budget_used + budget + 1
     cfg.budget.max_restarts = crawler.stats.restarts + budget + 1
     t0 = time.monotonic()
     stats = crawler.run()

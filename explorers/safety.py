@@ -7,7 +7,10 @@ side effect (``DENY_CATEGORIES``: destroy, money, messaging, session, publish, m
 content-model, permissions, account) in nine languages; a crawl config can switch categories off, add patterns
 or replace the defaults. Links and forms leading to a host outside ``allowed_hosts`` (and mail/phone links) are
 refused before they are followed, and ``dry_run_forms`` fills forms but never commits one whose submit is not
-allowed. The policy only ever sees candidates that passed.
+allowed. An *edit* of data the app already held (a form that came filled in: a seeded bill's edit page, a
+wiki page's editor) is committed only when the crawl can undo it (``submit_edits``; by default when the app has a
+reset hook): creating records is what apps are for, overwriting the seed is a side effect nobody asked for. The
+policy only ever sees candidates that passed.
 """
 
 from __future__ import annotations
@@ -152,6 +155,56 @@ COMMIT_LABELS = (r"\bsave\b", r"\bsubmit\b", r"\bcreate\b", r"\bpost\b", r"\badd
                  r"\bconfirm\b", r"\bdone\b", r"\bok\b", r"\bupload\b", r"\bimport\b", r"\bsettle\b", "保存",
                  "提交", "创建", "确定", "确认", "添加", r"\bspeichern\b", r"\benregistrer\b", r"\bguardar\b",
                  r"\bsalvar\b", r"\bsalva\b", "保存する", "сохранить")
+# Fields whose value, when the page already holds one, is a stored record's text (a title, a name, an e-mail): a
+# form showing such a value edits what it shows. Dates, numbers, selects and checkboxes have defaults on create
+# forms too (today, 1, the first option, every ower ticked), so they say nothing.
+EDIT_INPUT_TYPES = ("text", "email", "url", "tel", "")
+
+
+@dataclass(frozen=True)
+class Prefilled:
+    """What on one screen came filled in with the app's own data (not typed by the crawl): the POST forms holding
+    such a field (by form URL), and whether a field outside any form holds one (a single-page app's editor)."""
+
+    forms: frozenset[str] = frozenset()
+    formless: bool = False
+    example: str = ""  # one such field, for the audit log
+
+    def __bool__(self) -> bool:
+        return bool(self.forms) or self.formless
+
+
+def _shown_value(text: str) -> str:
+    return " ".join(text.split())[:60]
+
+
+def prefilled(widgets: Iterable[Widget], typed: Iterable[str] = ()) -> Prefilled:
+    """The screen's forms that show stored data: a free-text field holding a value the crawl did not type.
+
+    ``typed`` is every text the crawl typed (records it created show only those, and editing its own records
+    harms nobody's data)."""
+    ours = {_shown_value(t) for t in typed}
+    forms: set[str] = set()
+    formless, example = False, ""
+    for w in widgets:
+        e = w.element
+        if not e.editable or not w.value.strip() or e.role == "searchbox":
+            continue
+        if (w.tag == "input" and w.input_type not in EDIT_INPUT_TYPES) or w.tag not in ("input", "textarea"):
+            continue
+        value = _shown_value(w.value)
+        if value in ours or value == _shown_value(w.placeholder):
+            continue
+        if w.form_action:
+            if (w.form_method or "get").lower() == "get":
+                continue  # a search or filter form: nothing is stored
+            forms.add(w.form_action)
+        else:
+            formless = True
+        example = example or f"{w.label[:30] or w.input_name!r} = {value[:30]!r}"
+    return Prefilled(frozenset(forms), formless, example)
+
+
 LEAVING_SCHEMES = ("mailto", "tel", "sms", "intent", "market", "itms-apps", "file")
 
 
@@ -178,6 +231,9 @@ class SafetyGuard:
     allowed_hosts: list[str] = field(default_factory=list)
     dry_run_forms: bool = False  # fill forms but never submit one that writes, unless ``submit_allow`` matches
     submit_allow: list[str] = field(default_factory=list)
+    # Commit forms that came filled in with the app's data (edits of existing records); the crawler passes True when
+    # the app has a reset hook (the edit is undone at the next restart) unless the config says otherwise.
+    submit_edits: bool = True
 
     def __post_init__(self) -> None:
         self._labels = _compile(self.labels)
@@ -186,8 +242,10 @@ class SafetyGuard:
         self._commit = _compile(COMMIT_LABELS)
         self._submit_allow = _compile(self.submit_allow)
 
-    def blocked(self, widget: Widget | None, typed_text: str | None = None) -> str | None:
-        """Why an action on ``widget`` is denied, or None when it is allowed."""
+    def blocked(self, widget: Widget | None, typed_text: str | None = None,
+                edits: Prefilled | None = None) -> str | None:
+        """Why an action on ``widget`` is denied, or None when it is allowed. ``edits``: what on the widget's
+        screen came filled in (``prefilled``), for refusing to commit an edit when ``submit_edits`` is off."""
         if widget is None:
             return None
         e = widget.element
@@ -213,7 +271,45 @@ class SafetyGuard:
                 return why
         if typed_text is None and self.dry_run_forms:
             return self._dry_run(widget)
+        if typed_text is None and edits and not self.submit_edits:
+            return self._edit(widget, edits)
         return None
+
+    def _commits(self, widget: Widget) -> tuple[bool, bool]:
+        """(submits a POST form, is a save/create-style button outside a link) for a click on ``widget``."""
+        e = widget.element
+        submit = bool(widget.form_action) and widget.tag in ("button", "input") and \
+            widget.input_type in ("submit", "image", "") and (widget.form_method or "get") != "get"
+        commit_label = not widget.href and e.role in ("button", "menuitem") and \
+            any(p.search(e.text or e.content_desc) for p in self._commit)
+        return submit, commit_label
+
+    def _allowed_submit(self, widget: Widget) -> bool:
+        e = widget.element
+        return any(p.search(v) for p in self._submit_allow
+                   for v in (e.text, e.content_desc, e.resource_id, widget.form_action) if v)
+
+    def _edit(self, widget: Widget, edits: Prefilled) -> str | None:
+        """A click that would commit an edit of data the app already held, unless ``submit_allow`` matches."""
+        submit, commit_label = self._commits(widget)
+        if submit and widget.form_action in edits.forms:
+            what = f"submits the form to {widget.form_action!r}, which came filled in"
+        elif commit_label and not submit and edits.formless:
+            what = f"button {(widget.element.text or widget.element.content_desc)[:40]!r} saves an editor that " \
+                   "came filled in"
+        else:
+            return None
+        if self._allowed_submit(widget):
+            return None
+        return f"edit of existing data: {what} ({edits.example}); committed only with a reset hook, " \
+               "submit_edits: true or submit_allow"
+
+    def url_blocked(self, url: str) -> str | None:
+        """Why opening ``url`` directly is denied (a deny pattern names it, it leaves the app), or None."""
+        for p in self._urls:
+            if p.search(url):
+                return f"URL {url!r} matches deny pattern {p.pattern!r}"
+        return self._leaves(url)
 
     def _leaves(self, url: str) -> str | None:
         """Why following ``url`` leaves the app (another host, a mail/phone link), or None."""
@@ -229,18 +325,13 @@ class SafetyGuard:
     def _dry_run(self, widget: Widget) -> str | None:
         """In dry-run mode: a click that would commit a form (a POST submit, a save/create button), unless allowed."""
         e = widget.element
-        submit = bool(widget.form_action) and widget.tag in ("button", "input") and \
-            widget.input_type in ("submit", "image", "") and (widget.form_method or "get") != "get"
-        commit_label = not widget.href and e.role in ("button", "menuitem") and \
-            any(p.search(e.text or e.content_desc) for p in self._commit)
-        if not (submit or commit_label):
+        submit, commit_label = self._commits(widget)
+        if not (submit or commit_label) or self._allowed_submit(widget):
             return None
-        for p in self._submit_allow:
-            if any(v and p.search(v) for v in (e.text, e.content_desc, e.resource_id, widget.form_action)):
-                return None
         what = f"submits a {widget.form_method.upper()} form to {widget.form_action!r}" if submit \
             else f"button {(e.text or e.content_desc)[:40]!r} commits a change"
         return f"dry_run_forms: {what} (not in submit_allow)"
+
 
 class AuditLog:
     """Append-only JSON Lines: every executed (or refused) action with the reason it was chosen."""

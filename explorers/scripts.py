@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 from urllib.parse import urljoin
 
 from explorers.config import LoginConfig, ScriptStep
 from explorers.device import Device
 from schemas import Platform
+
+if TYPE_CHECKING:
+    from explorers.device import Driver
 
 _FIND_WEB = """
 const sel = arguments[0];
@@ -46,7 +49,7 @@ class LoginError(RuntimeError):
 def find(device: Device, selector: str) -> tuple[float, float] | str | None:
     """Centre of the element in screenshot pixels; ``"hidden"`` when it is in the page but not shown; None when
     no element matches."""
-    driver: Any = device.driver
+    driver: Driver = device.driver
     if device.platform == Platform.WEB:
         found = device._guard(driver.execute_script, _FIND_WEB, selector)
         if found == "hidden":

@@ -12,7 +12,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from appium import webdriver
 from appium.options.common import AppiumOptions
@@ -24,6 +24,9 @@ from explorers.device import Device
 from explorers.profiles import Profile
 from explorers.settle import SettleConfig
 from explorers.web_platform import WebAdapter
+
+if TYPE_CHECKING:
+    from explorers.device import Driver
 
 ENDPOINT_KINDS = ("chromedriver", "appium-chromium", "appium-android", "grid")
 
@@ -83,7 +86,7 @@ def open_device(endpoint: EndpointSpec, profile: Profile, settle: SettleConfig |
     return device
 
 
-def fit_viewport(driver: Any, width: int, height: int) -> None:
+def fit_viewport(driver: Driver, width: int, height: int) -> None:
     """Resize the window so the *viewport* (not the window) is width × height CSS px."""
     for _ in range(2):
         inner_w, inner_h = driver.execute_script("return [window.innerWidth, window.innerHeight];")

@@ -22,6 +22,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from explorers.steps import StepRecord
 from schemas import BlobStore, Observation, Transition
 from schemas.fileio import atomic_path
 from schemas.recordio import write_parquet
@@ -50,7 +51,10 @@ NODE_SCHEMA = pa.schema(
 
 
 class StepLog:
-    """One worker's append-only log. Opening it repairs a line cut by a kill."""
+    """One worker's append-only log of JSON lines. Opening it repairs a line cut by a kill.
+
+    ``append``/``records`` are the raw lines (any JSON object); the crawler's steps go through ``commit``/``steps``,
+    typed as ``explorers.steps.StepRecord``."""
 
     def __init__(self, path: Path):
         self.path = path
@@ -67,6 +71,14 @@ class StepLog:
         os.fsync(self._f.fileno())
         self.next_seq += 1
         return record["seq"]
+
+    def commit(self, step: StepRecord) -> int:
+        """Commit one crawl step durably; returns its sequence number."""
+        return self.append(step.to_json())
+
+    def steps(self) -> list[StepRecord]:
+        """The steps committed before this log was opened."""
+        return [StepRecord.from_json(r) for r in self.records]
 
     def close(self) -> None:
         self._f.close()
@@ -88,6 +100,11 @@ def read_log(path: Path, repair: bool = False) -> Iterator[dict[str, Any]]:
             yield json.loads(line)
         except json.JSONDecodeError:
             continue
+
+
+def read_steps(path: Path) -> Iterator[StepRecord]:
+    """The committed crawl steps of a log, typed."""
+    return (StepRecord.from_json(r) for r in read_log(path))
 
 
 @dataclass
@@ -119,16 +136,18 @@ class GraphStore:
     def workers(self) -> list[str]:
         return sorted(p.stem for p in (self.dir / "log").glob("*.jsonl"))
 
-    def records(self) -> Iterator[tuple[str, dict[str, Any]]]:
+    def steps(self) -> Iterator[tuple[str, StepRecord]]:
+        """Every worker's committed steps, worker by worker."""
         for worker in self.workers():
-            for rec in read_log(self.log_path(worker)):
-                yield worker, rec
+            for step in read_steps(self.log_path(worker)):
+                yield worker, step
 
     def export(self) -> ExportSummary:
         """Merge every worker's log into the three Parquet files (idempotent; safe to rerun any time)."""
+        steps = list(self.steps())
         aliases: dict[str, str] = {}
-        for _w, rec in self.records():
-            for a, b in rec.get("merges", []):
+        for _w, step in steps:
+            for a, b in step.merges:
                 aliases[a] = b
 
         def canon(s: str) -> str:
@@ -144,40 +163,39 @@ class GraphStore:
         offered: dict[str, set[str]] = {}
         tried: dict[str, set[str]] = {}
         dups = 0
-        for worker, rec in self.records():
-            for obs_d in rec.get("observations", []):
-                obs = Observation.model_validate(obs_d["observation"])
+        for worker, step in steps:
+            for logged in step.observations:
+                obs = logged.parsed()
                 if obs.id in observations:
                     dups += 1
                     continue
                 observations[obs.id] = obs
-                sid = canon(obs_d["state"])
+                sid = canon(logged.state)
                 node = nodes.get(sid)
                 if node is None:
                     node = nodes[sid] = {
                         "state_id": sid, "app_id": self.app_id, "location": obs.location,
-                        "title": obs_d.get("title", ""), "structural_hash": obs.structural_hash,
+                        "title": logged.title, "structural_hash": obs.structural_hash,
                         "exact_hash": obs.exact_hash, "observation_id": obs.id,
                         "screenshot_sha256": obs.screenshot_sha256, "visits": 0, "first_seen": obs.timestamp,
-                        "scripted": bool(obs_d.get("scripted")), "workers": set(), "aliases": set(),
+                        "scripted": logged.scripted, "workers": set(), "aliases": set(),
                         "out": set(),
                     }
                 node["visits"] += 1
                 node["workers"].add(worker)
-                if not obs_d.get("scripted"):
+                if not logged.scripted:
                     node["scripted"] = False
-                if obs_d["state"] != sid:
-                    node["aliases"].add(obs_d["state"])
-                offered.setdefault(sid, set()).update(k for k, *_ in obs_d.get("offers", []))
-            t_d = rec.get("transition")
-            if t_d:
-                t = Transition.model_validate(t_d)
+                if logged.state != sid:
+                    node["aliases"].add(logged.state)
+                offered.setdefault(sid, set()).update(o.key for o in logged.offers)
+            t = step.transition
+            if t is not None:
                 if t.id in transitions:
                     dups += 1
                     continue
                 t = t.model_copy(update={"from_state": canon(t.from_state), "to_state": canon(t.to_state)})
                 transitions[t.id] = t
-                tried.setdefault(t.from_state, set()).add(rec.get("action_key", t.id))
+                tried.setdefault(t.from_state, set()).add(step.action_key)
         for a in aliases:
             s = canon(a)
             if s in nodes:

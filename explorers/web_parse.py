@@ -18,12 +18,12 @@ def element_id(tag: str, rid: str, role: str, path: str) -> str:
     return stable_id("web", tag, rid, role, path)
 
 
-def _s(value: Any) -> str:
+def _s(value: object) -> str:
     """A string field of the script's result; anything else (an element the page smuggled in) reads as empty."""
     return value if isinstance(value, str) else ""
 
 
-def _i(value: Any) -> int:
+def _i(value: object) -> int:
     return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else -1
 
 

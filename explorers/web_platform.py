@@ -9,7 +9,7 @@ asked again of the new page, within the same time budget.
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from selenium.common.exceptions import JavascriptException, TimeoutException
@@ -20,6 +20,11 @@ from explorers.settle import InPageWaitUnavailable, SettleConfig, SettleResult
 from explorers.web_parse import parse_web_elements
 from explorers.web_script import EXTRACT_JS, PROBE_JS, SETTLE_EXTRACT_JS, SETTLE_JS
 from schemas import Platform
+
+if TYPE_CHECKING:
+    from selenium.webdriver.remote.webelement import WebElement
+
+    from explorers.device import Driver
 
 MAX_ELEMENTS = 600
 SCROLL_FRACTION = 0.8
@@ -32,7 +37,7 @@ class WebAdapter:
     def __init__(self) -> None:
         self._dpr = 1.0
 
-    def _wait_in_page(self, driver: Any, script: str, config: SettleConfig, *extra: Any) -> tuple[Any, SettleResult]:
+    def _wait_in_page(self, driver: Driver, script: str, config: SettleConfig, *extra: Any) -> tuple[Any, SettleResult]:
         """Run an in-page settle script; retried on the new page when a navigation replaced the old one."""
         start = time.monotonic()
         quiet_ms = max(config.quiet_s, config.min_wait_s) * 1000
@@ -51,11 +56,11 @@ class WebAdapter:
             return result, SettleResult(bool(st.get("stable")), time.monotonic() - start, calls)
         return None, SettleResult(False, time.monotonic() - start, MAX_NAVIGATIONS)
 
-    def wait_stable(self, driver: Any, config: SettleConfig) -> SettleResult:
+    def wait_stable(self, driver: Driver, config: SettleConfig) -> SettleResult:
         """Wait in the page until it is quiet (one round trip unless the page navigates meanwhile)."""
         return self._wait_in_page(driver, SETTLE_JS, config)[1]
 
-    def settle_capture(self, driver: Any, config: SettleConfig) -> tuple[SettleResult, Screen]:
+    def settle_capture(self, driver: Driver, config: SettleConfig) -> tuple[SettleResult, Screen]:
         """Wait until quiet and extract in one round trip, then screenshot."""
         result, settled = self._wait_in_page(driver, SETTLE_EXTRACT_JS, config, MAX_ELEMENTS)
         screen = (result or {}).get("screen")
@@ -63,10 +68,10 @@ class WebAdapter:
             return settled, self.capture(driver)
         return settled, self._screen(driver, screen)
 
-    def capture(self, driver: Any) -> Screen:
+    def capture(self, driver: Driver) -> Screen:
         return self._screen(driver, driver.execute_script(EXTRACT_JS, MAX_ELEMENTS))
 
-    def _screen(self, driver: Any, result: dict[str, Any]) -> Screen:
+    def _screen(self, driver: Driver, result: dict[str, Any]) -> Screen:
         png = driver.get_screenshot_as_png()
         width, height = png_size(png)
         self._dpr = width / max(1.0, float(result.get("w") or width))
@@ -84,7 +89,7 @@ class WebAdapter:
             extract_errors=[str(e) for e in result.get("errors") or []],
         )
 
-    def probe(self, driver: Any) -> tuple[Any, ...]:
+    def probe(self, driver: Driver) -> tuple[Any, ...]:
         return tuple(driver.execute_script(PROBE_JS))
 
     def probe_ready(self, value: Any) -> bool:
@@ -93,23 +98,23 @@ class WebAdapter:
     def pointer_scale(self) -> float:
         return self._dpr
 
-    def back(self, driver: Any) -> None:
+    def back(self, driver: Driver) -> None:
         driver.back()
 
-    def home(self, driver: Any) -> None:
+    def home(self, driver: Driver) -> None:
         raise ValueError("a web page has no home button; restart from the app's entry instead")
 
-    def open(self, driver: Any, target: str) -> None:
+    def open(self, driver: Driver, target: str) -> None:
         driver.get(target)
 
-    def clear_data(self, driver: Any, target: str) -> None:
+    def clear_data(self, driver: Driver, target: str) -> None:
         """Cookies and web storage of ``target``'s origin (the browser must be on that origin to reach them)."""
         if urlsplit(driver.current_url).netloc != urlsplit(target).netloc:
             driver.get(target)
         driver.delete_all_cookies()
         driver.execute_script("try { localStorage.clear(); sessionStorage.clear(); } catch (e) {}")
 
-    def scroll(self, driver: Any, direction: str, x: float | None, y: float | None) -> None:
+    def scroll(self, driver: Driver, direction: str, x: float | None, y: float | None) -> None:
         """Scroll the scrollable element under (x, y), else the page, by most of a viewport."""
         driver.execute_script(
             """
@@ -125,7 +130,7 @@ class WebAdapter:
             direction, x, y, SCROLL_FRACTION,
         )
 
-    def select_at(self, driver: Any, text: str, x: float, y: float) -> bool:
+    def select_at(self, driver: Driver, text: str, x: float, y: float) -> bool:
         """Choose ``text`` in the ``<select>`` under (x, y) (CSS pixels), by visible text, else by value; False when
         no select is there. Focus is not relied on: a tap on a select opens the browser's own picker and may not
         move focus, so typing would land in whatever field had it."""
@@ -141,7 +146,7 @@ class WebAdapter:
         choose(el, text)
         return True
 
-    def type_text(self, driver: Any, text: str) -> None:
+    def type_text(self, driver: Driver, text: str) -> None:
         el = driver.switch_to.active_element
         tag = (el.tag_name or "").lower()
         if tag == "select":
@@ -152,7 +157,7 @@ class WebAdapter:
         el.send_keys(text)
 
 
-def choose(select_el: Any, text: str) -> None:
+def choose(select_el: WebElement, text: str) -> None:
     """Pick an option of a ``<select>`` element by its visible text (what actions record), else by its value (what
     login scripts and older graphs name)."""
     from selenium.common.exceptions import NoSuchElementException

@@ -58,6 +58,18 @@ function __tfInstall() {
       .observe(__tfP(document, 'documentElement'),
                {subtree: true, childList: true, attributes: true, characterData: true});
   } catch (e) {}
+  // A document that is being left (a link followed, a form posted, a script assigning location) stays alive
+  // and quiet until the next one's response arrives: it must not be captured as the action's result.
+  // ``beforeunload`` fires synchronously when such a navigation starts, before the request is sent.
+  window.__tfLeave = 0;
+  try { addEventListener('beforeunload', function () { window.__tfLeave = performance.now(); }); } catch (e) {}
+  // Back/forward to a page kept in the back-forward cache brings this very document back, flag included: it is
+  // not being left any more (else every wait on it ran to its timeout), and it was just shown (DOM activity).
+  try {
+    addEventListener('pageshow', function (e) {
+      if (e.persisted) { window.__tfLeave = 0; window.__tfLast = performance.now(); }
+    });
+  } catch (e) {}
   function begin() { const id = ++window.__tfReqId; window.__tfPend[id] = performance.now(); return id; }
   function end(id) { delete window.__tfPend[id]; window.__tfLast = performance.now(); }
   try {
@@ -226,8 +238,9 @@ return {url: location.href, title: str(P(doc, 'title')), w: w, h: h, dpr: window
 # no DOM mutation and no request finished for ``quietMs`` (counted from the script's start too, so a reaction
 # scheduled just after the action is still awaited), no fetch/XHR younger than ``staleMs`` in flight (older ones
 # are long polls that never end), no finite CSS animation/transition running (infinite ones are spinners and
-# never end either), and one animation frame rendered (or 100 ms passed where frames are throttled).
-# ``timeoutMs`` bounds it all: a page that never quiets is captured as it is.
+# never end either), one animation frame rendered (or 100 ms passed where frames are throttled), and the document
+# is not being left (``beforeunload`` seen: the next page is on its way). ``timeoutMs`` bounds it all: a page
+# that never quiets is captured as it is.
 _SETTLE = r"""
 function __tfSettle(quietMs, timeoutMs, staleMs, done) {
   const fresh = __tfInstall();
@@ -261,13 +274,17 @@ function __tfSettle(quietMs, timeoutMs, staleMs, done) {
     const ready = __tfP(document, 'readyState') === 'complete';
     const quiet = now - Math.max(window.__tfLast, t0, lastAnim) >= quietMs;
     const painted = framed || now - t0 >= 100;
-    if (ready && quiet && painted && !pending(now) && !anim) {
+    // Leaving: wait for the next document (this script then dies with this one and the caller waits on the new
+    // page). A navigation that never commits (204, a download) holds this one wait to its timeout, not later ones.
+    const leaving = window.__tfLeave > 0;
+    if (ready && quiet && painted && !pending(now) && !anim && !leaving) {
       done({stable: true, waited: now - t0, fresh: fresh});
       return;
     }
     if (now - t0 >= timeoutMs) {
+      window.__tfLeave = 0;
       done({stable: false, waited: now - t0, fresh: fresh, ready: __tfP(document, 'readyState'), quiet: quiet,
-            pending: pending(now), animating: animating()});
+            pending: pending(now), animating: animating(), leaving: leaving});
       return;
     }
     setTimeout(check, 8);

@@ -15,13 +15,18 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Table
 
 from explorers.demo_app.crawl_config import APP_ID, app_config
-from pipelines.nightly.atomic import point_symlink
+from schemas.fileio import point_symlink, write_text_atomic
+
+if TYPE_CHECKING:  # each step imports its stage when it runs
+    from explorers.config import CrawlConfig
+    from pipelines.curation.pipeline import CurateResult
+    from pipelines.synthesis.runner import RunReport
 
 STAGE_DIRS = ("graph", "synth", "dataset", "train")
 
@@ -102,8 +107,9 @@ def run_demo(settings: DemoSettings, console: Console | None = None) -> DemoRepo
         console.rule("2/4 synthesize tasks (shortcuts probed, offline rules, replayed on Chromium)")
         synth, secs = _timed(lambda: _synthesize(out, driver.url, cfg))
         s = synth.summary
-        report.add("synthesize", secs, tasks=s["tasks"], rejects=s["rejects"],
-                   executability=s["apps"].get(APP_ID, {}).get("executability"), output=str(out / "synth"))
+        app = s.apps.get(APP_ID)
+        report.add("synthesize", secs, tasks=s.tasks, rejects=s.rejects,
+                   executability=app.executability if app is not None else None, output=str(out / "synth"))
     finally:
         driver.stop()
         server.shutdown()
@@ -119,7 +125,7 @@ def run_demo(settings: DemoSettings, console: Console | None = None) -> DemoRepo
     trained, secs = _timed(lambda: _train(out, curated.version_dir / "data", settings))
     report.add("train", secs, **trained)
 
-    (out / "demo-summary.json").write_text(json.dumps(report.stages, indent=2, default=str))
+    write_text_atomic(out / "demo-summary.json", json.dumps(report.stages, indent=2, default=str))
     console.print(_summary_table(report))
     return report
 
@@ -129,11 +135,11 @@ def _draw_graph(graph_dir: Path) -> None:
     from explorers.viewer import render_html
     from schemas.blobstore import BlobStore
 
-    (graph_dir / "graph.html").write_text(render_html(graph_dir, BlobStore(graph_dir / "blobs")), encoding="utf-8")
+    write_text_atomic(graph_dir / "graph.html", render_html(graph_dir, BlobStore(graph_dir / "blobs")))
     plot_coverage(graph_stats(graph_dir), graph_dir / "coverage.png", f"{APP_ID}: states found over time")
 
 
-def _synthesize(out: Path, driver_url: str, cfg: Any) -> Any:
+def _synthesize(out: Path, driver_url: str, cfg: CrawlConfig) -> RunReport:
     from pipelines.synthesis.factory import make_backend
     from pipelines.synthesis.probe import CrawlProber
     from pipelines.synthesis.runner import run_synthesis
@@ -149,8 +155,11 @@ def _synthesize(out: Path, driver_url: str, cfg: Any) -> Any:
         backend.close()
 
 
-def _curate(out: Path, graph_dir: Path) -> Any:
+def _curate(out: Path, graph_dir: Path) -> CurateResult:
     from pipelines.curation.config import CurateConfig
+    from pipelines.curation.quiet import import_beam_quietly
+
+    import_beam_quietly()
     from pipelines.curation.pipeline import curate
 
     cfg = CurateConfig(inputs=[out / "synth" / "trajectories.parquet"], out=out / "dataset",

@@ -13,8 +13,8 @@ import shutil
 import uuid
 from pathlib import Path
 
-from pipelines.processes import alive, process_start
 from schemas.fileio import OutputError, ensure_writable_dir
+from schemas.processes import alive, process_start
 
 OWNER_FILE = "_owner.pid"
 

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import csv
 import json
-import os
-import tempfile
 from dataclasses import asdict
 from datetime import UTC
 from pathlib import Path
@@ -21,6 +19,7 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from review.labels import LabelView, iter_labels, latest_by_annotator
+from schemas.fileio import atomic_path
 
 FORMATS = ("jsonl", "csv", "parquet")
 FIELDS = [f for f in LabelView.__dataclass_fields__]
@@ -57,10 +56,7 @@ def export_labels(engine: Engine, out: str | Path, fmt: str | None = None, lates
     if fmt not in FORMATS:
         raise ValueError(f"unknown export format {fmt!r}; use one of {', '.join(FORMATS)}")
     rows = _rows(engine, latest_only)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
-    os.close(fd)
-    try:
+    with atomic_path(out) as tmp:
         if fmt == "parquet":
             for r in rows:
                 if r["created_at"] is not None and r["created_at"].tzinfo is None:
@@ -76,8 +72,4 @@ def export_labels(engine: Engine, out: str | Path, fmt: str | None = None, lates
             with open(tmp, "w", encoding="utf-8") as f:
                 for r in rows:
                     f.write(json.dumps({**r, "created_at": r["created_at"].isoformat()}, ensure_ascii=False) + "\n")
-        os.replace(tmp, out)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
     return len(rows)

@@ -47,7 +47,7 @@ from pydantic import ValidationError
 from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session
 
-from pipelines.curation.dataset import clean_stale_staging, new_staging, publish
+from pipelines.curation.dataset import clean_stale_staging, new_staging, publish, shard_name
 from pipelines.curation.manifest import _distributions
 from review.dataset import DatasetError, DatasetVersion, SampleRef, open_dataset
 from review.db import Label, Verdict
@@ -56,6 +56,7 @@ from review.labels import LabelView, current_verdicts, iter_labels
 from schemas import Action, Reject, Sample
 from schemas.arrow import from_row
 from schemas.errors import RecordValidationError
+from schemas.fileio import file_sha256, rename_durably
 from schemas.jsontext import printable_json, valid_text
 from schemas.recordio import write_parquet
 from schemas.records import parse_record, payload_samples
@@ -68,18 +69,6 @@ PIPELINE_VERSION = "human-gate-2"
 DATA_DIR, REJECTS_DIR = "data", "rejects"  # the curation layout (pipelines.curation.write)
 RESTORED_PREFIX = "restored"
 ADJUDICATION = "@adjudication"
-
-
-def shard_name(prefix: str, index: int, count: int) -> str:
-    return f"{prefix}-{index:05d}-of-{count:05d}.parquet"
-
-
-def file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 class GateError(ValueError):
@@ -266,10 +255,10 @@ def apply_labels(
             if out.exists():
                 trash = out.parent / f".{out.name}.replaced-{uuid.uuid4().hex[:8]}"
                 os.replace(out, trash)
-                os.replace(staging, out)
+                rename_durably(staging, out)
                 shutil.rmtree(trash, ignore_errors=True)
             else:
-                os.replace(staging, out)
+                rename_durably(staging, out)
     finally:
         if staging.exists():
             shutil.rmtree(staging, ignore_errors=True)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,7 +18,7 @@ from pathlib import Path
 import fsspec
 
 from schemas.base import SHA256_RE
-from schemas.fileio import OutputError
+from schemas.fileio import OutputError, write_bytes_atomic
 
 
 class BlobNotFound(KeyError):
@@ -77,18 +76,7 @@ class BlobStore:
         if self.fs.exists(path):
             return digest
         if self.local:
-            parent = Path(path).parent
-            parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=f".{digest[:8]}.", suffix=".tmp", dir=parent)
-            try:
-                with os.fdopen(fd, "wb") as f:
-                    f.write(data)
-                    f.flush()
-                    os.fsync(f.fileno())
-                os.replace(tmp, path)
-            finally:
-                if os.path.exists(tmp):
-                    os.unlink(tmp)
+            write_bytes_atomic(path, data)
         else:
             # Object stores make a single PUT visible atomically; the temp name guards filesystems like HDFS.
             tmp = f"{path}.{uuid.uuid4().hex}.tmp"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
 import json
 import os
 import tempfile
@@ -20,6 +21,14 @@ from pathlib import Path
 from typing import IO, Any
 
 TMP_SUFFIX = ".tmp"
+
+
+def _fsync_file(path: str | os.PathLike[str]) -> None:
+    try:
+        with open(path, "rb") as f:
+            os.fsync(f.fileno())
+    except OSError:
+        pass  # a socket, a dangling link, a file another process removed: nothing to make durable
 
 
 def fsync_dir(directory: str | os.PathLike[str]) -> None:
@@ -36,6 +45,39 @@ def fsync_dir(directory: str | os.PathLike[str]) -> None:
         os.close(fd)
 
 
+class StagedFile:
+    """A file being written under a unique temporary name beside ``path``: ``commit`` puts it in place, ``abort``
+    (or a failed commit) removes it.
+
+    For writers that live longer than one ``with`` block (a Parquet writer fed row group by row group, an Arrow
+    spool, an export writer): they write to ``tmp`` and call one of the two at the end. ``durable=False`` skips the
+    fsyncs, for scratch files a rerun rebuilds anyway (progress counters, a run's own spool).
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, durable: bool = True):
+        self.path, self.durable = Path(path), durable
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=TMP_SUFFIX, dir=self.path.parent)
+        os.close(fd)
+        self.tmp = Path(tmp)
+
+    def commit(self) -> None:
+        try:
+            if self.durable:
+                with open(self.tmp, "rb") as f:
+                    os.fsync(f.fileno())
+            os.replace(self.tmp, self.path)
+        except BaseException:
+            self.abort()
+            raise
+        if self.durable:
+            fsync_dir(self.path.parent)
+
+    def abort(self) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.tmp)
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike[str], *, durable: bool = True) -> Iterator[Path]:
     """Yield a temporary path next to ``path``; on normal exit it replaces ``path``, on error it is removed.
@@ -43,21 +85,12 @@ def atomic_path(path: str | os.PathLike[str], *, durable: bool = True) -> Iterat
     For writers that need a file name rather than a file object (``pyarrow.parquet.write_table``, ``PIL``).
     The caller writes the whole file; durability (fsync of file and directory) is applied here.
     """
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=TMP_SUFFIX, dir=target.parent)
-    os.close(fd)
+    staged = StagedFile(path, durable=durable)
     try:
-        yield Path(tmp)
-        if durable:
-            with open(tmp, "rb") as f:
-                os.fsync(f.fileno())
-        os.replace(tmp, target)
-        if durable:
-            fsync_dir(target.parent)
+        yield staged.tmp
+        staged.commit()
     finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
+        staged.abort()
 
 
 @contextlib.contextmanager
@@ -86,12 +119,39 @@ def write_json_atomic(path: str | os.PathLike[str], data: Any, *, indent: int | 
     write_text_atomic(path, json.dumps(data, indent=indent, ensure_ascii=False, default=str), durable=durable)
 
 
+def file_sha256(path: str | os.PathLike[str]) -> str:
+    """The SHA-256 of a file's bytes, read a megabyte at a time (shards are hundreds of megabytes)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
 def read_json(path: str | os.PathLike[str], default: Any = None) -> Any:
     """The JSON in ``path``, or ``default`` when the file does not exist."""
     try:
         return json.loads(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError:
         return default
+
+
+def rename_durably(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> None:
+    """Rename a finished file or folder into place (``os.rename``: a folder is never merged into an existing one)
+    and make it survive a power cut: everything inside a folder is synced first (files written straight into a
+    staging folder, a manifest or a card, were not), then the rename in both parents."""
+    src, dst = Path(src), Path(dst)
+    if src.is_dir():
+        for root, _dirs, files in os.walk(src):
+            for name in files:
+                _fsync_file(os.path.join(root, name))
+            fsync_dir(root)
+    else:
+        _fsync_file(src)
+    os.rename(src, dst)
+    fsync_dir(dst.parent)
+    if src.parent != dst.parent:
+        fsync_dir(src.parent)
 
 
 def point_symlink(link: str | os.PathLike[str], target: str) -> None:

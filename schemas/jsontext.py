@@ -13,6 +13,7 @@ from __future__ import annotations
 import codecs
 import json
 import re
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import IO, Any
@@ -44,15 +45,29 @@ def loads(text: str | bytes, max_depth: int = MAX_DEPTH, check: bool = True) -> 
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise JsonTextError(f"invalid JSON: {exc.msg} at column {exc.colno}") from None
+        raise JsonTextError(f"invalid JSON: {_where(text, exc)}") from None
     except RecursionError:
         raise JsonTextError(f"invalid JSON: nested deeper than {max_depth} levels") from None
-    except ValueError as exc:  # e.g. an integer literal longer than Python's digit limit
+    except ValueError as exc:
+        if "int_max_str_digits" in str(exc) or "integer string conversion" in str(exc):
+            # Python's own message advises raising an interpreter limit: not something a data user can do.
+            raise JsonTextError(f"invalid JSON: an integer literal longer than {sys.get_int_max_str_digits()} "
+                                "digits") from None
         raise JsonTextError(f"invalid JSON: {exc}") from None
     problem = tree_problem(value, max_depth) if check else None
     if problem is not None:
         raise JsonTextError(f"{problem[0]}: {problem[1]}")
     return value
+
+
+def _where(text: str, exc: json.JSONDecodeError) -> str:
+    """What went wrong and where, in words a user can act on: a text that stops in the middle of a value is
+    "cut off after N characters" (``json`` would put a line cut off before its newline "at column 1" of the
+    next line), anything else names its column (and line, past the first)."""
+    end = len(text.rstrip())
+    if exc.pos >= end or exc.msg.startswith("Unterminated"):
+        return f"cut off after {end} characters ({exc.msg})"
+    return f"{exc.msg} at column {exc.colno}" + (f" of line {exc.lineno}" if exc.lineno > 1 else "")
 
 
 def tree_problem(value: Any, max_depth: int = MAX_DEPTH) -> tuple[str, str] | None:

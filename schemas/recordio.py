@@ -37,7 +37,9 @@ class Parsed:
         return self.record is not None
 
 
-def _parse(data: object, kind: str | None, line: int, raw: str) -> Parsed:
+def parse_data(data: object, kind: str | None, line: int, raw: str = "") -> Parsed:
+    """One decoded record (a JSON object, a Parquet row) → ``Parsed``; whatever goes wrong, even a validator
+    bug, costs that record only and is named."""
     try:
         return Parsed(line, record=parse_record(data, kind, line))
     except RecordValidationError as exc:
@@ -104,14 +106,14 @@ def parse_jsonl_line(raw: bytes, n: int, kind: str | None = None) -> Parsed | No
         data = loads(raw, check=False)  # parse_record checks nesting and Unicode, naming the field
     except JsonTextError as exc:
         return Parsed(n, errors=[FieldError(label, "<line>", str(exc), n)], raw=raw.decode("utf-8", "replace"))
-    return _parse(data, kind, n, raw.decode("utf-8", "replace"))
+    return parse_data(data, kind, n, raw.decode("utf-8", "replace"))
 
 
 def _iter_json_array(path: Path, kind: str | None) -> Iterator[Parsed]:
     with path.open("rb") as f:
         for item in iter_array(f):
             if item.ok:
-                yield _parse(item.value, kind, item.index, item.raw)
+                yield parse_data(item.value, kind, item.index, item.raw)
             else:
                 label = f"<item {item.index}>"
                 yield Parsed(item.index, errors=[FieldError(label, "<item>", f"invalid JSON: {item.error}",
@@ -131,7 +133,7 @@ def iter_parquet(path: str | os.PathLike[str], kind: str | None = None, batch_si
         for batch in pf.iter_batches(batch_size=batch_size):
             for row in batch.to_pylist():
                 n += 1
-                parsed = _parse(row, kind, n, "")
+                parsed = parse_data(row, kind, n, "")
                 if not parsed.ok:
                     parsed.raw = printable_json(row)
                 yield parsed

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -17,13 +18,13 @@ from schemas.arrow import (
     TRANSITION_SCHEMA,
     from_row,
 )
-from schemas.base import Record
+from schemas.base import Record, field_path
 from schemas.errors import FieldError, RecordValidationError
-from schemas.jsontext import tree_problem, valid_text
+from schemas.jsontext import decode_utf8, tree_problem, valid_text
 from schemas.observation import Observation
 from schemas.reject import Reject
 from schemas.sample import Sample
-from schemas.trajectory import Trajectory
+from schemas.trajectory import Step, Trajectory
 from schemas.transition import Transition
 from schemas.version import SCHEMA_VERSION, major
 
@@ -64,19 +65,6 @@ def guess_kind(data: dict[str, Any]) -> str | None:
     return None
 
 
-def _field_path(loc: tuple[Any, ...]) -> str:
-    """Pydantic's error location as a readable path: ('steps', 2, 'action', 'x') → 'steps[2].action.x'."""
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        elif str(part).startswith(("function-", "tagged-union")):
-            continue
-        else:
-            out += ("." if out else "") + str(part)
-    return out or "<record>"
-
-
 def record_label(data: Any, kind: Kind | None, line: int | None) -> str:
     """How an error names a record: its id when it has a usable one, else its line number."""
     if isinstance(data, dict):
@@ -114,7 +102,7 @@ def parse_record(data: Any, kind: str | None = None, line: int | None = None) ->
         return k.model.model_validate(from_row(data))
     except ValidationError as exc:
         errors = [
-            FieldError(label, _field_path(tuple(e["loc"])), e["msg"].removeprefix("Value error, "), line)
+            FieldError(label, field_path(tuple(e["loc"])), e["msg"].removeprefix("Value error, "), line)
             for e in exc.errors()
         ]
         raise RecordValidationError(errors) from None
@@ -139,16 +127,58 @@ def payload_samples(payload: str) -> list[Sample]:
     return []
 
 
+STEPWISE_BYTES = 1 << 20  # trajectories longer than this (as JSON text) are validated one step at a time
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+def _trajectory_stepwise(text: bytes | str) -> Trajectory | None:
+    """A large trajectory validated step by step while its JSON is decoded: each step's dicts become a ``Step``
+    as soon as the decoder closes the step, and are dropped, so only the raw text, the models built so far and
+    one step's dicts are ever held. Why: ``model_validate_json`` first builds the whole document as a parse
+    tree and then the models, both at once — for a 10,000-step trajectory (~35 MB of JSON) 230 MB, of which the
+    models are 100; this way the peak is ~150 MB. The result is what the dict path (``parse_record``) gives —
+    the same Python-mode validation, applied to the steps first — and anything unusual (an escaped surrogate,
+    which the dict path must check, a step-like object anywhere but in ``steps``, any error) returns None, so
+    the caller takes the dict path, which names every problem."""
+    raw = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
+    if _SURROGATE_ESCAPE.search(raw):
+        return None
+    made: list[Step] = []
+
+    def step_or_dict(d: dict[str, Any]) -> Any:
+        if "observation" in d and "action" in d:
+            made.append(Step.model_validate(d))
+            return made[-1]
+        return d
+
+    try:
+        data = json.loads(decode_utf8(raw), object_hook=step_or_dict)
+        steps = data.get("steps") if isinstance(data, dict) else None
+        if not isinstance(steps, list) or len(steps) != len(made) or any(
+                a is not b for a, b in zip(steps, made, strict=True)):
+            return None
+        del made[:]
+        version = data.get("schema_version", SCHEMA_VERSION)
+        if not isinstance(version, str) or not VERSION_RE.match(version) or major(version) != major(SCHEMA_VERSION):
+            return None
+        return Trajectory.model_validate(from_row(data))
+    except (ValidationError, ValueError, TypeError, RecursionError):
+        return None
+
+
 def parse_json_record(text: bytes | str, kind: str) -> Record | None:
     """Fast path for a record of a known kind given as JSON text: validated straight from the text, with no
-    intermediate Python dict, which halves the memory a large record needs while it is read (a 10,000-step
-    trajectory: ~35 MB of JSON). None when the text is not a valid record of a supported version — the caller
-    then takes the dict path (``parse_record``), which names every problem. A valid model has no room for
-    deep nesting or invalid strings, so the checks of that path hold here too.
+    intermediate Python dict of the whole record (a trajectory over ``STEPWISE_BYTES`` is validated step by
+    step, ``_trajectory_stepwise``), which bounds the memory a large record needs while it is read. None when
+    the text is not a valid record of a supported version — the caller then takes the dict path
+    (``parse_record``), which names every problem. A valid model has no room for deep nesting or invalid
+    strings, so the checks of that path hold here too.
     """
     k = KINDS.get(kind)
     if k is None:
         return None
+    if kind == "trajectory" and len(text) > STEPWISE_BYTES:
+        return _trajectory_stepwise(text)
     try:
         rec = k.model.model_validate_json(text)
     except (ValidationError, ValueError, TypeError):

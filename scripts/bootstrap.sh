@@ -187,11 +187,17 @@ fi
 #    crawl tests also call; stamp files make a second run a no-op. I Hate Money gets its own venv because
 #    it pins SQLAlchemy 2.0 and .venv pins 2.1.
 # ---------------------------------------------------------------------------------------------------
+#    The exploration benchmark's other registry apps (datasette, Trac: own venvs; docsify, Node-RED: npm) live in
+#    tests/thirdparty_apps.py and are installed by the same command.
 if [[ -f "$REPO_ROOT/tools/thirdparty/tiddlywiki/.installed-version" \
-      && -f "$REPO_ROOT/tools/thirdparty/ihatemoney-venv/.installed-version" ]]; then
-    log "third-party test apps present (tiddlywiki, ihatemoney)"
+      && -f "$REPO_ROOT/tools/thirdparty/ihatemoney-venv/.installed-version" \
+      && -f "$REPO_ROOT/tools/thirdparty/datasette-venv/.installed-version" \
+      && -f "$REPO_ROOT/tools/thirdparty/trac-venv/.installed-version" \
+      && -f "$REPO_ROOT/tools/thirdparty/docsify/.installed-version" \
+      && -f "$REPO_ROOT/tools/thirdparty/node-red/.installed-version" ]]; then
+    log "third-party test apps present (tiddlywiki, ihatemoney, datasette, trac, docsify, node-red)"
 elif ((node_ok)); then
-    log "installing third-party test apps (tiddlywiki, ihatemoney) into tools/thirdparty"
+    log "installing third-party test apps (tiddlywiki, ihatemoney, datasette, trac, docsify, node-red) into tools/thirdparty"
     "$VPY" -m tests.thirdparty install || warn "third-party test apps could not be installed"
 else
     warn "node/npm not usable; skipping the third-party test apps"

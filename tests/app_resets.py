@@ -6,6 +6,7 @@ every replayed task (``explorers.reset``), so it imports nothing from the projec
     python tests/app_resets.py snapshot-tiddlywiki URL FILE   # once, right after the seeded server started
     python tests/app_resets.py tiddlywiki URL FILE            # delete what is new, restore what changed
     python tests/app_resets.py ihatemoney DB_PATH             # drop the demo project; /demo re-creates it
+    python tests/app_resets.py trac DB_PATH SEEDED            # delete the tickets filed after the seed
 
 TiddlyWiki keeps tiddlers in its server process, so it is reset through its own HTTP API (what its browser
 client uses, with the ``X-Requested-With`` header its CSRF check wants); I Hate Money re-creates its demo
@@ -74,9 +75,22 @@ def reset_ihatemoney(db_path: str) -> None:
         con.close()
 
 
+def reset_trac(db_path: str, seeded: str) -> None:
+    """Delete the tickets filed after the seed (ids above the seeded count), with their changes and fields."""
+    con = sqlite3.connect(db_path, timeout=30)
+    try:
+        with con:
+            keep = int(seeded)
+            con.execute("DELETE FROM ticket_change WHERE ticket > ?", (keep,))
+            con.execute("DELETE FROM ticket_custom WHERE ticket > ?", (keep,))
+            con.execute("DELETE FROM ticket WHERE id > ?", (keep,))
+    finally:
+        con.close()
+
+
 def main(argv: list[str]) -> int:
     commands = {"snapshot-tiddlywiki": (snapshot_tiddlywiki, 2), "tiddlywiki": (reset_tiddlywiki, 2),
-                "ihatemoney": (reset_ihatemoney, 1)}
+                "ihatemoney": (reset_ihatemoney, 1), "trac": (reset_trac, 2)}
     if len(argv) < 2 or argv[1] not in commands or len(argv) - 2 != commands[argv[1]][1]:
         print(__doc__, file=sys.stderr)
         return 2

@@ -380,10 +380,12 @@ def _graph_inputs(root: Path) -> list[Entry]:
         f.write(b"[" * 100_000 + b"\n")
         dangling = by_id["e03"].model_copy(update={"id": "g-dangling", "to_observation_id": "nowhere"})
         f.write(dangling.model_dump_json().encode() + b"\n")
-        nan_obs = json.loads(_obs[0].model_dump_json())
-        nan_obs["id"] = "g-nan-obs"
-        nan_obs["elements"][0]["bbox"]["x1"] = float("nan")
-        f.write(json.dumps(nan_obs).encode() + b"\n")
+    # In a file of its own: a file is read as the kind of its first record, so among the transitions above the
+    # NaN observation would be refused for not being a transition, not for its NaN.
+    nan_obs = json.loads(_obs[0].model_dump_json())
+    nan_obs["id"] = "g-nan-obs"
+    nan_obs["elements"][0]["bbox"]["x1"] = float("nan")
+    (graph / "notes" / "more-observations.jsonl").write_text(json.dumps(nan_obs) + "\n", encoding="utf-8")
     (graph / "notes" / "broken.parquet").write_bytes(b"PAR1 garbage")
     bad = [
         Bad("repeated_transition_id_other_action", "e06", "graph_input", "duplicate_id"),

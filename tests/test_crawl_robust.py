@@ -13,9 +13,7 @@ import json
 import os
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +26,7 @@ from explorers.profiles import VIEWPORTS, Profile
 from explorers.sessions import EndpointSpec, open_device
 from explorers.store import read_log
 from explorers.web_parse import parse_web_elements
+from tests.pages import PageHandler, serve
 
 SHADOW_FORM = """<form name="title" id="f1" method="post" action="/shadow-target">
 <input type="hidden" name="action" value="history"><input type="hidden" name="method" value="x">
@@ -58,48 +57,49 @@ PAGES = {
     # The login field exists but is hidden (as on a page that keeps a collapsed login box in its header).
     "/login-hidden": """<h1>Welcome</h1><form action="/login"><input name="pass" type="password"
         style="display:none"></form><a href="/plain">Plain page</a>""",
+    # A chain whose last page still has an untried button when the crawl is back at the start: one opened URL
+    # reaches it, where walking costs four steps.
+    "/chain": '<h1>Chain</h1><a href="/chain/1">Chapter one</a>',
+    "/chain/1": '<h1>One</h1><a href="/chain/2">Chapter two</a>',
+    "/chain/2": '<h1>Two</h1><a href="/chain/3">Chapter three</a>',
+    "/chain/3": '<h1>Three</h1><a href="/chain/end">The end</a>'
+                '<button onclick="this.textContent=\'Pressed\'">Press</button>',
+    "/chain/end": '<h1>End</h1><a href="/chain">Back to the start</a>',
+    # A bill list with a create form (empty) and a seeded bill's edit form (filled in with its stored text).
+    "/bills": '<h1>Bills</h1><a href="/bills/add">Add a bill</a> <a href="/bills/3/edit">Edit “Weekly groceries”</a>',
+    "/bills/add": """<h1>Add a bill</h1><form method="post" action="/bills/add"><label for="what">What?</label>
+        <input id="what" name="what" required><button>Add</button></form>""",
+    "/bills/3/edit": """<h1>Edit a bill</h1><form method="post" action="/bills/3/edit"><label for="what">What?</label>
+        <input id="what" name="what" value="Weekly groceries"><label for="note">Note</label>
+        <textarea id="note" name="note">Split between Alice and Bob</textarea><button>Save the bill</button></form>""",
 }
 
 
-POSTED = {"/bill": 0, "/reset": 0}  # bills the crawl added; resets its hook asked for
+POSTED = {"/bill": 0, "/reset": 0, "/bills/add": 0, "/bills/3/edit": 0}  # posts the crawl made, by form URL
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(PageHandler):
     def do_GET(self) -> None:
         path = self.path.split("?", 1)[0]
         body = f"<!doctype html><html><body>{PAGES.get(path, '<h1>Missing</h1>')}</body></html>".encode()
-        self.send_response(200 if path in PAGES else 404)
-        self.send_header("Content-Type", "text/html; charset=utf-8")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        self.reply(body, status=200 if path in PAGES else 404)
 
     def do_POST(self) -> None:
         path = self.path.split("?", 1)[0]
         if path in POSTED:
             POSTED[path] += 1
             body = {"/bill": b'<!doctype html><h1>Bill added</h1><a href="/bill">Add another</a>',
-                    "/reset": b"ok"}[path]
-            self.send_response(200)
-            self.send_header("Content-Type", "text/html; charset=utf-8")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+                    "/reset": b"ok", "/bills/add": b'<!doctype html><h1>Added</h1><a href="/bills">Bills</a>',
+                    "/bills/3/edit": b'<!doctype html><h1>Saved</h1><a href="/bills">Bills</a>'}[path]
+            self.reply(body)
             return
         self.do_GET()
-
-    def log_message(self, *_args: object) -> None:
-        pass
 
 
 @pytest.fixture(scope="module")
 def pages_url() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
+    with serve(_Handler) as url:
+        yield url
 
 
 def _config(out: Path, device_url: str, apps: list[dict[str, Any]], steps: int) -> dict[str, Any]:
@@ -141,7 +141,7 @@ def test_demo_app_history_page_with_shadowing_controls_is_crawled(
     cfg = parse_config(_config(tmp_path, chromedriver_url, [app_config(demo_app_url + "/")], 60))
     crawler = Crawler(cfg, cfg.apps[0], Profile(VIEWPORTS["desktop"]), EndpointSpec("d0", chromedriver_url))
     stats = crawler.run()
-    assert stats.errors == 0 and stats.steps == 60, stats
+    assert stats.errors == 0 and stats.budget_used == 60, stats
     records = list(read_log(crawler.store.log_path(crawler.worker)))
     history = [o for r in records for o in r["observations"] if "/history" in o["observation"]["location"]]
     assert history, "the crawl never reached a note's history page"
@@ -178,7 +178,7 @@ def test_a_page_the_extractor_cannot_read_is_a_skipped_action_not_a_dead_job(
     crawler = Crawler(cfg, cfg.apps[0], Profile(VIEWPORTS["desktop"]), EndpointSpec("d0", chromedriver_url))
     stats = crawler.run()
     assert stats.errors == 1, stats  # the link to /broken failed once and was never taken again
-    assert stats.steps == 14 or stats.stopped.startswith("done"), stats
+    assert stats.budget_used == 14 or stats.stopped.startswith("done"), stats
     audit = crawler.audit.entries()
     errors = [e for e in audit if e["decision"] == "error"]
     assert len(errors) == 1
@@ -318,3 +318,65 @@ def test_an_episode_ends_with_a_reset_right_after_typed_text_was_posted(
     assert bool(wrote) is after_write
     if after_write:
         assert POSTED["/reset"] >= before["/reset"] + 2  # the start, and the reset after the write
+
+
+def test_greedy_opens_a_known_url_and_the_budget_counts_it(
+        tmp_path: Path, chromedriver_url: str, pages_url: str) -> None:
+    cfg = parse_config(_config(tmp_path, chromedriver_url, [{"id": "chain", "entry": pages_url + "/chain"}], 8))
+    crawler = Crawler(cfg, cfg.apps[0], Profile(VIEWPORTS["desktop"]), EndpointSpec("d0", chromedriver_url))
+    stats = crawler.run()
+    assert stats.opens >= 1 and stats.budget_used == 8 and stats.steps + stats.restarts + stats.opens == 8, stats
+    records = list(read_log(crawler.store.log_path(crawler.worker)))
+    i = next(i for i, r in enumerate(records) if r.get("opened"))
+    assert records[i]["opened"] == pages_url + "/chain/3", records[i]  # not a restart and a walk of three steps
+    assert not any(r.get("restart") for r in records[1:i])
+    landed = records[i]["observations"][0]["state"]
+    after = records[i + 1]["transition"]
+    assert after["from_state"] == landed and after["action"]["target_element_id"], after
+    assert "Press" in json.dumps(records[i + 1]["observations"][0]["observation"]["elements"]) or \
+        "Pressed" in json.dumps(records[i + 1]["observations"][0]["observation"]["elements"])
+    audit = [e for e in crawler.audit.entries() if e["decision"] == "open"]
+    assert audit and audit[0]["url"] == pages_url + "/chain/3" and "open a known URL" in audit[0]["reason"]
+
+
+@pytest.mark.parametrize("submit_edits", [None, True])
+def test_an_edit_of_a_seeded_record_is_not_committed_without_a_reset(
+        tmp_path: Path, chromedriver_url: str, pages_url: str, submit_edits: bool | None) -> None:
+    """The bill's edit form came filled in with its stored text: by default (no reset hook) the crawl fills it but
+    never saves it, while the empty create form is sent; ``submit_edits: true`` lets it save."""
+    app = {"id": "bills", "entry": pages_url + "/bills", **({} if submit_edits is None else
+                                                             {"submit_edits": submit_edits})}
+    cfg = parse_config(_config(tmp_path, chromedriver_url, [app], 16))
+    before = dict(POSTED)
+    crawler = Crawler(cfg, cfg.apps[0], Profile(VIEWPORTS["desktop"]), EndpointSpec("d0", chromedriver_url))
+    crawler.run()
+    assert POSTED["/bills/add"] > before["/bills/add"], "the create form is always sent"
+    refused = [e for e in crawler.audit.entries() if e["decision"] == "blocked"
+               and "edit of existing data" in e["reason"]]
+    if submit_edits:
+        assert POSTED["/bills/3/edit"] > before["/bills/3/edit"] and not refused
+    else:
+        assert POSTED["/bills/3/edit"] == before["/bills/3/edit"]
+        assert {e["action"] for e in refused} == {"click 'Save the bill'"}
+        assert "/bills/3/edit" in refused[0]["reason"] and "Weekly groceries" in refused[0]["reason"]
+
+
+def test_a_resumed_greedy_crawl_keeps_what_its_policy_learned(
+        tmp_path: Path, chromedriver_url: str, pages_url: str) -> None:
+    cfg = parse_config(_config(tmp_path, chromedriver_url, [{"id": "chain", "entry": pages_url + "/chain"}], 5))
+    first = Crawler(cfg, cfg.apps[0], Profile(VIEWPORTS["desktop"]), EndpointSpec("d0", chromedriver_url))
+    first.run()
+    learned = first.policy.snapshot()  # type: ignore[attr-defined]
+    assert learned["tries"] and learned["visited"] and learned["seen"]
+    cfg2 = parse_config(_config(tmp_path, chromedriver_url, [{"id": "chain", "entry": pages_url + "/chain"}], 8))
+    again = Crawler(cfg2, cfg2.apps[0], Profile(VIEWPORTS["desktop"]), EndpointSpec("d0", chromedriver_url))
+    kept = again.policy.snapshot()  # type: ignore[attr-defined]
+    assert {k: kept[k] for k in ("tries", "hits", "visited", "label_tries", "seen")} == \
+        {k: learned[k] for k in ("tries", "hits", "visited", "label_tries", "seen")}
+    stats = again.run()
+    assert stats.budget_used == 8, stats
+    audit = again.audit.entries()
+    resumed = next(i for i, e in enumerate(audit) if e["decision"] == "restart" and e["reason"] == "resume")
+    first_move = next(e for e in audit[resumed + 1:] if e["decision"] in ("act", "open", "restart"))
+    # It knows the chain is explored up to the untried button: no first link followed again, no re-learning.
+    assert first_move["decision"] == "open" and first_move["url"] == pages_url + "/chain/3", first_move

@@ -89,7 +89,7 @@ def test_portable_job_api_with_external_worker_pool(corpus, reference, tmp_path)
 def test_kill_9_while_writing_leaves_no_partial_shard_and_rerun_completes(corpus, reference, tmp_path):
     cmd = [sys.executable, "-m", "pipelines.cli", "curate", "--in", str(corpus.path), "--out", str(tmp_path),
            "--instruction-dedupe", "minhash", "--rows-per-shard", "3", "--row-group-rows", "1"]
-    # The run kills itself right after a shard's first row group reached its temporary file (pipelines.faults):
+    # The run kills itself right after a shard's first row group reached its temporary file (schemas.faults):
     # the worst moment, every time, however fast or loaded the machine is.
     killed = subprocess.run(cmd, capture_output=True, text=True, cwd=Path(__file__).resolve().parent.parent,
                             env={**os.environ, "TRAJFORGE_KILL_AT": "curation:mid-shard"}, timeout=300)

@@ -123,6 +123,40 @@ def test_an_unreadable_file_is_one_split_and_one_rejection_and_the_others_go_on(
         assert_that(out[RECORDS] | "Sum" >> beam.CombineGlobally(sum), equal_to([2]), label="records")
 
 
+def test_a_validator_bug_on_one_parquet_row_costs_that_row_only(tmp_path, monkeypatch):
+    from pipelines.curation.read import read_split
+    from schemas import recordio
+    from schemas.recordio import write_parquet
+
+    src = tmp_path / "in.parquet"
+    write_parquet([_traj(None, k, f"t{k}") for k in range(3)], src, "trajectory")
+    real = recordio.parse_record
+
+    def buggy(data, kind=None, line=None):
+        if data.get("id") == "t1":
+            raise KeyError("a validator bug")  # not a RecordValidationError: a bug, not bad data
+        return real(data, kind, line)
+
+    monkeypatch.setattr(recordio, "parse_record", buggy)
+    [split] = plan_splits([src], rows_per_shard=100)
+    got = [(k, s.record.id if s.record else None, [e.message for e in s.errors]) for k, s in read_split(split)]
+    assert [g[1] for g in got] == ["t0", None, "t2"]
+    assert "cannot be validated: KeyError" in got[1][2][0] and json.loads(next(
+        s for _, s in read_split(split) if s.record is None).raw)["id"] == "t1"  # kept to fix and feed again
+
+
+def test_a_curated_shard_given_as_input_is_refused_before_the_run_naming_what_it_holds(tmp_path):
+    from schemas.recordio import write_parquet
+
+    shard = tmp_path / "shard-00000-of-00001.parquet"
+    write_parquet(list(samples_from_trajectory(_traj(None, 0, "t0"))), shard, "sample")
+    with pytest.raises(ValueError, match=r"holds sample records .* curate the trajectories it came from"):
+        _cfg(tmp_path, shard)
+    broken = tmp_path / "broken.parquet"
+    broken.write_bytes(b"PAR1 not really parquet")
+    assert _cfg(tmp_path, broken).inputs == [broken]  # a damaged file stays the reader's one reject
+
+
 def test_a_line_nested_100000_deep_among_the_first_records_is_one_reject_not_a_crash(tmp_path):
     from pipelines.curation.read import read_split
 

@@ -7,10 +7,8 @@ settled screen, in bounded time.
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -18,6 +16,14 @@ from explorers.profiles import VIEWPORTS, Profile
 from explorers.scripts import locate
 from explorers.sessions import EndpointSpec, OpenedDevice, open_device
 from explorers.settle import SettleConfig
+from tests.pages import HTML, PageHandler, serve
+
+_NAVIGATE_ON_WAIT = """<script>window.__armed = false; const ga = Document.prototype.getAnimations;
+    Document.prototype.getAnimations = function () {
+      if (window.__armed) { window.__armed = false; location.href = 'TARGET'; }
+      return ga.apply(this, arguments); };
+    </script><button id=go onclick="window.__armed = true; document.getElementById('st').textContent = 'armed'">
+    Go</button><p id=st>idle</p>"""
 
 PAGES = {
     # A click starts a fetch that answers after 400 ms; only then is the result rendered.
@@ -29,11 +35,15 @@ PAGES = {
         #box.wide{width:300px}</style><button id=go onclick="const b=document.getElementById('box');
         b.addEventListener('transitionend', () => { document.getElementById('lbl').textContent = 'opened'; });
         b.classList.add('wide')">Open</button><div id=box></div><p id=lbl>closed</p>""",
-    # A click shows progress for ~150 ms, then a script navigates to another page.
-    "/navigate": """<button id=go onclick="let n = 0; const p = document.getElementById('prog');
-        const t = setInterval(() => { p.textContent = 'loading ' + (++n); if (n === 8) {
-        clearInterval(t); location.href = '/landed'; } }, 20)">Go</button><p id=prog>idle</p>""",
+    # A click arms the page; the settle wait's first look (its document.getAnimations call) then starts a
+    # navigation to a page the server answers only after 500 ms. So the navigation always begins inside the wait
+    # however loaded the machine is, and the old page stays alive and quiet meanwhile: a wait that only watched
+    # for DOM quiet would capture it (a fixed delay before navigating raced the tap's return on a loaded machine).
+    "/navigate": _NAVIGATE_ON_WAIT.replace("TARGET", "/landed"),
+    # The same, to an address that answers 204 No Content: the navigation never commits and the page stays.
+    "/nowhere": _NAVIGATE_ON_WAIT.replace("TARGET", "/no-content"),
     "/landed": "<h1>Landed page</h1>",
+    "/plain": "<h1>Plain page</h1>",
     # Records every mouse event the target receives, for the desktop click variants.
     "/mouse": """<div id=go style="width:200px;height:100px;background:#ccc">target</div><p id=log></p><script>
         const log = []; const t = document.getElementById('go');
@@ -49,31 +59,26 @@ PAGES = {
 }
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(PageHandler):
     def do_GET(self) -> None:
+        if self.path == "/no-content":
+            time.sleep(0.2)
+            self.reply(b"", status=204)
+            return
+        if self.path == "/landed":
+            time.sleep(0.5)  # the old page is left alone and quiet for this long
         if self.path == "/slow":
             time.sleep(0.4)
             body = b"slow answer"
         else:
             body = f"<!doctype html><html><body>{PAGES.get(self.path, 'missing')}</body></html>".encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "text/html; charset=utf-8" if self.path != "/slow" else "text/plain")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *_args: object) -> None:
-        pass
+        self.reply(body, "text/plain" if self.path == "/slow" else HTML)
 
 
 @pytest.fixture(scope="module")
 def pages_url() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
+    with serve(_Handler) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
@@ -119,6 +124,29 @@ def test_a_navigation_during_the_wait_is_followed_to_the_new_page(device: Opened
     assert screen.location.endswith("/landed")
     assert "Landed page" in _texts(screen)
     assert settled.stable and settled.polls >= 2  # the first wait died with its page
+
+
+def test_a_navigation_that_never_commits_holds_one_wait_only(device: OpenedDevice, pages_url: str) -> None:
+    _open_and_tap(device, pages_url + "/nowhere")
+    held, screen = device.settle_and_capture()
+    assert screen.location.endswith("/nowhere")  # a 204 leaves the page where it was
+    assert not held.stable  # the wait could not know the navigation would not commit: it ran to its timeout
+    again = device.settle()
+    assert again.stable and again.polls == 1  # the next wait is not held by the old navigation
+
+
+def test_going_back_to_a_cached_page_does_not_hold_the_wait(device: OpenedDevice, pages_url: str) -> None:
+    # Leaving /plain for /landed marks /plain as being left; Back brings that very document back from the
+    # back-forward cache. It must count as shown again, not as still being left (which held every wait on it
+    # to the timeout: 3 s per Back in a crawl).
+    device.open(pages_url + "/plain")
+    assert device.settle().stable
+    device.open(pages_url + "/landed")
+    assert device.settle().stable
+    device.back()
+    settled, screen = device.settle_and_capture()
+    assert screen.location.endswith("/plain") and "Plain page" in _texts(screen)
+    assert settled.stable and settled.polls == 1  # stable: settled before the timeout (no wall-clock bound)
 
 
 def test_an_endless_spinner_does_not_hold_the_wait_to_its_timeout(device: OpenedDevice, pages_url: str) -> None:

@@ -124,3 +124,35 @@ def test_missing_screenshot_rejects_only_that_trajectory(shard, tmp_path: Path) 
     rejects = pq.read_table(exp / "rejects.parquet").to_pylist()
     assert [(r["record_id"], r["stage"], r["reason"]) for r in rejects] == [(trajs[1].id, "export:jsonl",
                                                                              "blob_missing")]
+
+
+def _export_cli(*args: str) -> int:
+    """The export command as a user runs it: the app behind the CLI's guard (``pipelines.commands.exits``)."""
+    from pipelines.commands.exits import guarded
+
+    return guarded(lambda: app(["export", *args], standalone_mode=True))
+
+
+def test_an_export_that_writes_no_row_is_an_error_unless_allowed(shard, tmp_path: Path, capsys) -> None:
+    src, trajs = shard
+    store = BlobStore(src / "blobs")
+    for t in trajs:  # every screenshot gone: every trajectory is rejected
+        store.delete(t.steps[0].observation.screenshot_sha256)
+    assert _export_cli("trl", "--in", str(src), "--out", str(tmp_path / "e1")) == 1
+    err = capsys.readouterr().err
+    assert "nothing exported: 2 record(s) read, 0 rows written (blob_missing=2)" in " ".join(err.split())
+    assert len(pq.read_table(tmp_path / "e1" / "rejects.parquet")) == 2  # the reasons stay inspectable
+    assert _export_cli("trl", "--in", str(src), "--out", str(tmp_path / "e2"), "--allow-empty") == 0
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n")
+    assert _export_cli("trl", "--in", str(empty), "--out", str(tmp_path / "e3")) == 4
+    assert "no records in" in capsys.readouterr().err
+
+
+def test_an_input_that_is_not_a_shard_is_a_usage_error(tmp_path: Path, capsys) -> None:
+    notes = tmp_path / "notes.txt"
+    notes.write_text("hello")
+    assert _export_cli("trl", "--in", str(notes), "--out", str(tmp_path / "e")) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "unsupported file type '.txt'" in err and "internal error" not in err
+    assert not (tmp_path / "e").exists()  # refused before any output was written

@@ -85,7 +85,7 @@ def cli(config: Path, *args: str, kill_after: str | None = None, wait: bool = Tr
 
 
 def ledgers(ws: Path) -> list[dict[str, Any]]:
-    return RunState(ws / "state").all()
+    return [led.to_json() for led in RunState(ws / "state").all()]
 
 
 def manifest(ws: Path, version: str) -> dict[str, Any]:
@@ -166,10 +166,13 @@ def test_second_run_does_only_new_work_and_publishes_a_new_version(story: dict[s
     assert (ws / "dataset" / "CURRENT").read_text().strip() == "v0002"
     c1, c2 = run1["stages"]["crawl"], run2["stages"]["crawl"]
     assert c2["params"]["target_steps"] == c1["params"]["target_steps"] + STEPS
-    # the crawl continued the stored graph: exactly STEPS new actions, none lost or repeated across the kills
+    # the crawl continued the stored graph: exactly STEPS more of the budget (actions, restarts, opened URLs) spent,
+    # no action lost or repeated across the kills
     transitions = pq.read_table(ws / "graph" / APP / "transitions.parquet", columns=["id"]).column("id").to_pylist()
-    assert len(transitions) == len(set(transitions)) == 2 * STEPS
-    assert c2["result"]["apps"][APP]["new_transitions"] == STEPS
+    [job1], [job2] = c1["result"]["jobs"], c2["result"]["jobs"]
+    assert job1["budget_used"] == STEPS and job2["budget_used"] == 2 * STEPS
+    assert len(transitions) == len(set(transitions)) == job2["steps"]
+    assert c2["result"]["apps"][APP]["new_transitions"] == job2["steps"] - job1["steps"] > 0
     # known paths came from the call cache; only trajectories never replayed before were replayed (the baseline
     # is run 2 without kills after its crawl)
     s1 = run1["stages"]["synthesize"]["result"]
@@ -231,7 +234,7 @@ def test_concurrent_start_is_refused_and_stale_lock_is_taken_over(story: dict[st
     path = tmp_path / "lock"
     path.write_text(json.dumps({"pid": dead.pid, "start": "1", "host": os.uname().nodename}))
     taken = Lock(path).acquire()
-    assert taken.took_over and taken.took_over["pid"] == dead.pid
+    assert taken.took_over and taken.took_over.pid == dead.pid
     with pytest.raises(LockHeld):
         Lock(path).acquire()
     taken.release()
@@ -250,7 +253,7 @@ def test_retention_keeps_last_versions_and_prunes_unreferenced_blobs(story: dict
     data["retention"] = {"keep_versions": 1}
     loaded = parse_nightly(data, "test", ws.parent)
     ctx = _context(loaded)
-    result = retain.run(ctx, {})
+    result = retain.run(ctx, None).to_json()
     assert result["deleted_versions"] == ["v0001"] and result["kept_versions"] == ["v0002"]
     assert not orphan.exists() and result["blobs_pruned"] >= 1
     # every screenshot the graph and the kept version reference is still there
@@ -272,9 +275,9 @@ def test_drift_flags_trajectories_that_no_longer_execute(story: dict[str, Any]) 
                     {"tap": '[data-testid="settings-save"]'}, {"open": "/notes"}]
     ctx = _context(parse_nightly(data, "test", ws.parent))
     params = drift.params(ctx)
-    assert params["version"] == "v0002" and params["sample"]
-    result = drift.run(ctx, params)
-    assert result["checked"] == len(params["sample"])
+    assert params.version == "v0002" and params.sample
+    result = drift.run(ctx, params).to_json()
+    assert result["checked"] == len(params.sample)
     assert len(result["flagged"]) == result["checked"] and result["executability"] == 0.0
     assert {f["current_app_version"] for f in result["flagged"]} == {"2.0"}
     assert {f["recorded_app_version"] for f in result["flagged"]} == {"1.0"}
@@ -317,7 +320,7 @@ def _context(loaded: Any) -> Any:
     led = RunState(ws / "state").all()[-1]
     from pipelines.nightly.ledger import Ledger
 
-    data = {**led, "seq": led["seq"] + 1, "run_id": "test-" + led["run_id"]}
+    data = led.model_copy(update={"seq": led.seq + 1, "run_id": "test-" + led.run_id})
     ledger = Ledger(ws / "state" / "test-ledger.json", data)
     return RunContext(loaded, ledger, state, RunLog(ws / "logs" / "test.jsonl", ledger.run_id, Console(quiet=True)),
                       Children(ws / "state" / "test-children.json"), Console(quiet=True), progress=False)

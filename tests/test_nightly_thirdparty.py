@@ -113,7 +113,7 @@ def nights(tmp_path_factory: pytest.TempPathFactory, wiki: ManagedProcess, chrom
         out["titles"].append(thirdparty.tiddler_titles(wiki.url))
         out[f"cache{night}"] = cached_calls(ws)
         out[f"v0001_rows_after{night}"] = pq.read_table(ws / "dataset" / "v0001" / "data").num_rows
-    out["ledgers"] = RunState(ws / "state").all()
+    out["ledgers"] = [led.to_json() for led in RunState(ws / "state").all()]
     return out
 
 
@@ -132,9 +132,12 @@ def test_two_nights_publish_two_versions_and_the_second_does_only_new_work(night
     # the crawl continued the stored graph: the target grew by one night's budget, exactly that many new actions
     c1, c2 = run1["stages"]["crawl"], run2["stages"]["crawl"]
     assert c1["params"]["target_steps"] == STEPS and c2["params"]["target_steps"] == 2 * STEPS
-    assert c1["result"]["apps"][APP]["new_transitions"] == c2["result"]["apps"][APP]["new_transitions"] == STEPS
+    [job1], [job2] = c1["result"]["jobs"], c2["result"]["jobs"]  # budget: actions, restarts and opened URLs
+    assert job1["budget_used"] == STEPS and job2["budget_used"] == 2 * STEPS
+    assert c1["result"]["apps"][APP]["new_transitions"] == job1["steps"] > 0
+    assert c2["result"]["apps"][APP]["new_transitions"] == job2["steps"] - job1["steps"] > 0
     ids = pq.read_table(ws / "graph" / APP / "transitions.parquet", columns=["id"]).column("id").to_pylist()
-    assert len(ids) == len(set(ids)) == 2 * STEPS
+    assert len(ids) == len(set(ids)) == job2["steps"]
     assert c2["result"]["apps"][APP]["version"] == thirdparty.TIDDLYWIKI_VERSION
     assert c2["result"]["apps"][APP]["new_version"] is False
     # synthesis paid only for new calls: every call of night 1 asked again was a cache hit, and the cache grew
@@ -194,10 +197,15 @@ def test_no_deny_listed_action_reached_the_wiki(nights: dict[str, Any]) -> None:
     # The crawl's audit: the guard refused something on this real app, and never acted where it refused.
     audit = [json.loads(line) for p in (nights["ws"] / "graph" / APP / "audit").glob("*.jsonl")
              for line in p.read_text().splitlines() if line.strip()]
-    blocked = {(e["state"], e["action"]) for e in audit if e["decision"] == "blocked"}
-    acted = {(e["state"], e["action"]) for e in audit if e["decision"] == "act"}
-    assert any("delete" in action.lower() for _, action in blocked), "TiddlyWiki's delete button was refused"
-    assert len(acted) > 0 and not (acted & blocked)
-    # ... and no executed action anywhere in either night was one the guard refuses (delete, export, new window)
-    refused_labels = {action for _, action in blocked}
-    assert not [a for _, a in acted if a in refused_labels or "delete" in a.lower()]
+    # Compared by candidate key and description: several controls on a screen can read the same.
+    blocked = {(e["state"], e["key"], e["action"]) for e in audit if e["decision"] == "blocked"}
+    acted = {(e["state"], e["key"], e["action"]) for e in audit if e["decision"] == "act"}
+    # Whether two short nights open a tiddler whose toolbar shows "delete" depends on the path the crawl takes (the
+    # final run of one stop never did), so the check is that the guard refused something on this real app; the
+    # wiki's own record above is what proves no deletion reached it.
+    assert blocked, "the guard refused nothing on TiddlyWiki"
+    assert len(acted) > 0 and not (acted & blocked), sorted(acted & blocked)
+    # ... and no executed action anywhere in either night had a label the guard refuses (delete, export, …)
+    acted_actions = {a for _, _, a in acted}
+    assert not thirdparty.refused_labels(audit) & acted_actions
+    assert not [a for a in acted_actions if "delete" in a.lower()]

@@ -157,7 +157,9 @@ def test_probing_the_demo_app_adds_shortcut_edges_that_synthesis_reads(
     shortcuts = find_shortcuts(before)
     assert shortcuts, "a 30-step crawl leaves navigation links untried on most screens"
     steps_before = sum(1 for r in read_log(store.log_path(worker)) if r.get("transition"))
-    report = probe_shortcuts(parse_config(cfg_d), budget=12)
+    # graph_dir may name the app's own graph directory (what `trajforge synth --graph` is often given) as well as
+    # the crawl's output that holds it.
+    report = probe_shortcuts(parse_config(cfg_d), budget=12, graph_dir=store.dir)
     assert report.spent <= 12 and report.new_edges >= 4, report.to_dict()
     probed = [r for r in report.results if r.status == "probed"]
     assert sum(bool(r.hit) for r in probed) >= 0.75 * len(probed)  # links and labels predict where they lead

@@ -102,3 +102,24 @@ def test_empty_input_and_unwritable_output_are_errors(tmp_path):
     afile.write_text("")
     with pytest.raises(OutputError, match="not a folder"):
         run_import("jsonl", [empty], afile / "out", allow_empty=True)
+
+
+def test_an_import_with_every_record_rejected_exits_1_unless_allowed(tmp_path, capsys):
+    from pipelines.cli import app
+    from pipelines.commands.exits import guarded
+
+    src = tmp_path / "steps.jsonl"
+    src.write_text(json.dumps(row("gone", "missing.png")) + "\n" + json.dumps({"episode_id": "x"}) + "\n")
+
+    def cli(*extra: str) -> int:
+        return guarded(lambda: app(["import", "jsonl", str(src), "--out", str(tmp_path / "out"), *extra]))
+
+    assert cli() == 1
+    err = " ".join(capsys.readouterr().err.split())
+    assert "nothing imported: every one of 2 source record(s) was rejected" in err
+    assert list((tmp_path / "out" / "rejects").glob("*.parquet"))  # the reasons are there to read
+    assert cli("--allow-empty") == 0
+    src.write_text(json.dumps(row("good", "ok.png")) + "\n" + json.dumps({"episode_id": "x"}) + "\n")
+    (tmp_path / "images").mkdir()
+    (tmp_path / "images" / "ok.png").write_bytes(png())
+    assert cli() == 0  # one good record is an import, its rejects notwithstanding

@@ -68,7 +68,22 @@ def test_json_text_errors_are_named_not_raised():
                          (b'{"a": "\\ud800"}', "lone surrogate"), (b'{"a": ', "invalid JSON")]:
         with pytest.raises(JsonTextError, match=needle):
             loads(text)
+    with pytest.raises(JsonTextError) as huge:
+        loads(b"9" * 5000)
+    assert "set_int_max_str_digits" not in str(huge.value)  # no advice to change the interpreter
     assert loads(b"\xef\xbb\xbf{\"a\": 1}") == {"a": 1}  # a byte-order mark is not an error
+
+
+def test_a_line_cut_off_says_so_instead_of_pointing_at_column_1(tmp_path):
+    whole = f.trajectory(seed=3).model_dump_json()
+    path = tmp_path / "cut.jsonl"
+    path.write_text(whole[:1500] + "\n" + whole + "\n")  # a line truncated by a failed copy, then a good one
+    first, second = iter_records(path)
+    message = first.errors[0].message
+    assert not first.ok and "cut off after 1500 characters" in message and "column 1" not in message
+    assert second.ok
+    with pytest.raises(JsonTextError, match=r"Expecting ':' delimiter at column 6$"):
+        loads('{"a" 1}')  # an error inside the text still names its column
 
 
 def test_streamed_array_keeps_every_item_before_the_cut():
@@ -136,6 +151,28 @@ def test_plain_console_prints_data_as_data():
     assert "[/red]" in out and "[bold]x" in out and "closing [/] tag" in out
     assert "\x1b[2J" not in out and "\\x1b[2J" in out and "\x07" not in out and "\u202e" not in out
     assert visible("tab\tand\nnewline") == "tab\tand\nnewline"
+
+
+
+@pytest.mark.parametrize("plain", [True, False])
+def test_the_nightly_log_prints_its_messages_as_words_not_markup(tmp_path, plain):
+    """A warning or error line of ``trajforge nightly`` (a PlainConsole) read "[yellow]…[/]" literally; on a
+    Rich console the same message, holding data, would have been parsed as markup."""
+    from rich.console import Console
+
+    from pipelines.nightly.runlog import RunLog
+
+    kind = PlainConsole if plain else Console
+    console = kind(file=io.StringIO(), width=200, force_terminal=True, color_system=None)
+    log = RunLog(tmp_path / "run.jsonl", "r1", console)
+    log.event("stage.failed", level="warning", message="crawl of app [/red] [bold]x failed")
+    log.event("stage.failed", level="error", message="publish failed")
+    log.event("stage.start", message="crawl (attempt 1)")
+    log.close()
+    assert console.file.getvalue().splitlines() == [
+        "crawl of app [/red] [bold]x failed", "publish failed", "crawl (attempt 1)"]
+    logged = [json.loads(line)["message"] for line in (tmp_path / "run.jsonl").read_text().splitlines()]
+    assert logged[0] == "crawl of app [/red] [bold]x failed"
 
 
 def test_output_dir_problems_are_one_clear_error(tmp_path):

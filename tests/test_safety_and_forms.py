@@ -13,7 +13,7 @@ import pytest
 from explorers.config import ConfigError, parse_config
 from explorers.crawler import guard_for
 from explorers.forms import FormFiller, fits
-from explorers.safety import DENY_CATEGORIES, SafetyGuard, host_allowed
+from explorers.safety import DENY_CATEGORIES, SafetyGuard, host_allowed, prefilled
 from explorers.screen import Widget
 from schemas import BBox, Element
 
@@ -93,6 +93,47 @@ def test_dry_run_forms_fills_but_never_commits_unless_allowed() -> None:
                         form_method="post")) is None  # allow-listed by URL
     assert g.blocked(_w("Preview", **post)) is None  # allow-listed by label
     assert SafetyGuard().blocked(_w("Create note", **post)) is None  # off by default
+
+
+def test_an_edit_of_stored_data_is_committed_only_when_allowed_and_a_create_form_always() -> None:
+    post = dict(tag="button", input_type="submit", form_method="post")
+    edit = [_w("What?", role="textbox", editable=True, tag="input", input_type="text", value="Weekly groceries",
+               form_action="http://a/demo/edit/3", form_method="post"),
+            _w("Amount", role="textbox", editable=True, tag="input", input_type="number", value="42.5",
+               form_action="http://a/demo/edit/3", form_method="post")]
+    create = [_w("What?", role="textbox", editable=True, tag="input", input_type="text", value="Weekly team sync",
+                 form_action="http://a/demo/add", form_method="post"),
+              _w("Date", role="textbox", editable=True, tag="input", input_type="date", value="2024-06-27",
+                 form_action="http://a/demo/add", form_method="post")]
+    search = [_w("Search", role="textbox", editable=True, tag="input", input_type="text", value="bills",
+                 form_action="http://a/search", form_method="get")]
+    got = prefilled([*edit, *create, *search], typed=["Weekly team sync"])  # the crawl typed the create form's text
+    assert got.forms == {"http://a/demo/edit/3"} and not got.formless and "Weekly groceries" in got.example
+    guard = SafetyGuard(submit_edits=False)
+    why = guard.blocked(_w("Submit", form_action="http://a/demo/edit/3", **post), edits=got)
+    assert why is not None and "edit of existing data" in why and "/demo/edit/3" in why
+    assert guard.blocked(_w("Submit", form_action="http://a/demo/add", **post), edits=got) is None
+    assert guard.blocked(edit[0], "Lunch", edits=got) is None  # typing into it is fine; committing is not
+    assert SafetyGuard(submit_edits=False, submit_allow=[r"/edit/\d+$"]).blocked(
+        _w("Submit", form_action="http://a/demo/edit/3", **post), edits=got) is None
+    assert SafetyGuard().blocked(_w("Submit", form_action="http://a/demo/edit/3", **post), edits=got) is None
+    # A single-page editor holding a stored page's text, saved by a script button outside any form.
+    editor = prefilled([_w("Body", role="textbox", editable=True, tag="textarea", value="Welcome to the wiki")])
+    assert editor.formless and guard.blocked(_w("done", role="button"), edits=editor) is not None
+    assert guard.blocked(_w("done", role="button"), edits=prefilled([])) is None
+    # Its own records (only texts the crawl typed) and placeholders are not stored data.
+    assert not prefilled([_w("t", role="textbox", editable=True, tag="input", value="Untitled", placeholder="Untitled",
+                             form_action="http://a/x", form_method="post")])
+
+
+def test_submit_edits_defaults_to_whether_the_app_has_a_reset_hook() -> None:
+    base = {"devices": [{"name": "d", "url": "http://127.0.0.1:1"}]}
+    app = {"id": "a", "entry": "http://a/"}
+    reset = {"reset": {"url": "http://a/__reset"}}
+    for extra, expected in (({}, False), (reset, True), ({"submit_edits": True}, True),
+                            ({**reset, "submit_edits": False}, False)):
+        cfg = parse_config({**base, "apps": [{**app, **extra}]})
+        assert guard_for(cfg.apps[0]).submit_edits is expected, extra
 
 
 # --- form values ---------------------------------------------------------------------------------------------

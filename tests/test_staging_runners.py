@@ -14,9 +14,9 @@ import pytest
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 
 from pipelines.beam_runner import RunnerSpec, runner_and_options
-from pipelines.processes import process_start
 from pipelines.staging import OWNER_FILE, clean_stale_staging, new_staging, owner_alive
 from schemas.fileio import OutputError
+from schemas.processes import process_start
 
 
 def test_only_staging_whose_owner_is_gone_is_removed(tmp_path):

@@ -123,12 +123,12 @@ def test_beam_equals_inprocess_with_rejects_of_every_stage_and_a_rerun_calls_no_
         assert same_table(tmp_path / "a" / name, tmp_path / "b" / name), name
     assert [t.id for t in b.trajectories] == [t.id for t in a.trajectories]
     assert b.summary == a.summary  # plans, tasks, rejects by reason, and usage (counted by Beam metrics)
-    assert a.summary["usage"]["reasks"] > 0
+    assert a.summary.usage["reasks"] > 0
 
     # RunInference batched the misses (max batch 4) and sent each distinct call to the model exactly once.
     batches = [e["calls"] for e in read_log(log_b) if e["event"] == "run"]
-    assert max(len(x) for x in batches) <= 4 and len(batches) >= a.summary["usage"]["calls"] / 4
-    assert len(model_calls(log_b)) == len(model_calls(log_a)) == a.summary["usage"]["calls"]
+    assert max(len(x) for x in batches) <= 4 and len(batches) >= a.summary.usage["calls"] / 4
+    assert len(model_calls(log_b)) == len(model_calls(log_a)) == a.summary.usage["calls"]
     # One backend per worker process, shared by both RunInference steps (plus the driver's check copy).
     builds = [e for e in read_log(log_b) if e["event"] == "build"]
     assert len(builds) == 2, builds
@@ -139,8 +139,8 @@ def test_beam_equals_inprocess_with_rejects_of_every_stage_and_a_rerun_calls_no_
     # Valid answers come from the cache; only the calls that never got one are asked again (all attempts).
     never_good = sum(1 for r in a.rejects if r.stage in ("synthesis.step", "synthesis.task"))
     assert len(model_calls(log_b)) - len(model_calls(log_a)) == never_good * CONFIG.max_attempts
-    assert again.summary["usage"]["calls"] == never_good * CONFIG.max_attempts
-    assert again.summary["usage"]["cache_hits"] == a.summary["usage"]["calls"] - a.summary["usage"]["reasks"] \
+    assert again.summary.usage["calls"] == never_good * CONFIG.max_attempts
+    assert again.summary.usage["cache_hits"] == a.summary.usage["calls"] - a.summary.usage["reasks"] \
         - never_good
     assert same_table(tmp_path / "a" / "trajectories.parquet", tmp_path / "b" / "trajectories.parquet")
     assert not list((tmp_path / "b").glob(".synth-beam-*"))  # this run's staging and the killed run's removed
@@ -160,8 +160,8 @@ def test_cache_hits_never_reach_the_model_and_multiprocess_workers_agree(graph: 
     assert sent and {lang for _, lang in sent} == {"zh"}
     builds = Counter(e["pid"] for e in read_log(log) if e["event"] == "build")
     assert set(builds.values()) == {1}, builds  # each process (driver, every worker) built the backend once
-    assert both.summary["usage"]["cache_hits"] == en.summary["usage"]["calls"]
-    assert both.summary["usage"]["calls"] == len(sent)
+    assert both.summary.usage["cache_hits"] == en.summary.usage["calls"]
+    assert both.summary.usage["calls"] == len(sent)
     reference = run_synthesis(graph, tmp_path / "ref", LoggingOffline(str(tmp_path / "ref.log"), garble=False)(),
                               CONFIG, usage=Usage())
     assert same_table(tmp_path / "ref" / "trajectories.parquet", tmp_path / "both" / "trajectories.parquet")

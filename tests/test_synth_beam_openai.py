@@ -34,11 +34,11 @@ def test_beam_openai_matches_inprocess_and_reruns_without_requests(fake_server: 
     before = stats(fake_server)["requests"]
     beam = run_synthesis_beam(graph, tmp_path / "b", spec, CONFIG, usage=Usage())
     sent = stats(fake_server)["requests"] - before
-    assert inproc.trajectories and beam.summary["usage"]["calls"] == sent == inproc.summary["usage"]["calls"]
-    assert beam.summary["usage"]["prompt_tokens"] == inproc.summary["usage"]["prompt_tokens"] > 0
+    assert inproc.trajectories and beam.summary.usage["calls"] == sent == inproc.summary.usage["calls"]
+    assert beam.summary.usage["prompt_tokens"] == inproc.summary.usage["prompt_tokens"] > 0
     ta, tb = (pq.read_table(tmp_path / d / "trajectories.parquet") for d in ("a", "b"))
     assert ta.num_rows == tb.num_rows > 0 and ta.equals(tb)
 
     again = run_synthesis_beam(graph, tmp_path / "b", spec, CONFIG, usage=Usage())
     assert stats(fake_server)["requests"] == before + sent  # not one request: every call was a cache hit
-    assert again.summary["usage"]["calls"] == 0 and again.summary["usage"]["cache_hits"] == sent
+    assert again.summary.usage["calls"] == 0 and again.summary.usage["cache_hits"] == sent

@@ -232,3 +232,14 @@ def test_a_tap_on_one_of_several_look_alike_controls_is_refused_as_ambiguous():
     hidden = twin.model_copy(update={"visible": False})
     kept = plan_goals(notes_graph(extra={"notes": [hidden]}))
     assert ("screen", "Settings") in {(p.kind, p.facts.target) for p in kept}
+
+
+def test_a_form_page_without_a_heading_is_named_by_its_fieldset_caption() -> None:
+    from pipelines.synthesis.screens import heading
+
+    obs = make_observation("form", None)
+    caption = Element(id="cap", role="legend", text="Add a bill", bbox=BBox(x1=10, y1=60, x2=200, y2=80))
+    named = obs.model_copy(update={"elements": [*obs.elements, caption]})
+    assert heading(named) != "Add a bill"  # a real heading wins
+    bare = obs.model_copy(update={"elements": [e for e in named.elements if e.role != "heading"]})
+    assert heading(bare) == "Add a bill"

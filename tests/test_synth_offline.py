@@ -179,6 +179,18 @@ def test_cli_synth_writes_records_and_a_rerun_is_served_from_cache(tmp_path: Pat
     assert [t.id for t in again] == [t.id for t in trajs]  # same ids: a rerun neither duplicates nor loses
     summary2 = json.loads((out / "summary.json").read_text())
     assert summary2["usage"]["calls"] == 0 and summary2["usage"]["cache_hits"] == summary["usage"]["calls"]
+    # Upgraded rules (another code digest) never serve what the old rules wrote: every call is made again.
+    from pipelines.synthesis.backends.offline import OfflineBackend
+
+    saved = OfflineBackend._digest
+    OfflineBackend._digest = "other-rules"
+    try:
+        third = runner.invoke(app, ["synth", "--graph", str(graph), "--out", str(out)])
+    finally:
+        OfflineBackend._digest = saved
+    assert third.exit_code == 0, third.output
+    summary3 = json.loads((out / "summary.json").read_text())
+    assert summary3["usage"]["cache_hits"] == 0 and summary3["usage"]["calls"] == summary["usage"]["calls"]
     only = runner.invoke(app, ["synth", "--graph", str(graph), "--out", str(tmp_path / "o2"), "--kinds", "item"])
     assert only.exit_code == 0, only.output
     assert {str(p.record.task.goal.kind) for p in iter_records(tmp_path / "o2" / "trajectories.parquet")} == {"item"}
@@ -256,3 +268,46 @@ def test_goal_phrases_read_like_a_person_wrote_them():
     assert create == "create an entry titled “Trip”, with password “x1” and with email “a@b.c”"
     assert backend.goal_phrase("en", {"kind": "create", "form": "New note", "fields": [["Title", "T"]]}) == \
         "create a note titled “T”"
+
+
+def test_form_progress_agrees_in_number_and_scroll_reasoning_reads_as_a_sentence():
+    backend = OfflineBackend(load_prompts())
+    goal = {"kind": "create", "form": "New note", "fields": [["Title", "T"], ["Body", "B"], ["Tag", "x"]]}
+    base = {"goal": goal, "screen": {"screen": "New note"}, "task": "Create a note titled “T”", "variant": ""}
+    fill = {**base, "role": "fill", "field": "Tag", "action": {"action_type": "Write", "value": "x"},
+            "target": {"label": "Tag", "role": "textbox"}}
+    one = backend.reasoning({**fill, "fields_done": ["Title"]}, "")
+    two = backend.reasoning({**fill, "fields_done": ["Title", "Body"]}, "")
+    assert "“Title” is already in." in one
+    assert "“Title” and “Body” are already in." in two
+    for step in range(6):  # every phrasing the seed can pick
+        scroll = backend.reasoning({**base, "role": "navigate", "step": step, "target": {},
+                                    "action": {"action_type": "Scroll", "value": "down"}}, "")
+        assert "create a note titled “T”" in scroll and "What I need to" not in scroll
+
+
+def test_opening_an_item_to_answer_a_question_says_it_is_opened_to_be_read() -> None:
+    backend = OfflineBackend(load_prompts())
+    tap = {"role": "navigate", "screen": {"screen": "All notes"}, "variant": "",
+           "action": {"action_type": "Click", "value": "None"},
+           "target": {"label": "Trip to Kyoto", "role": "link"}}
+    for step in range(6):  # every phrasing the seed can pick
+        ask = backend.reasoning({**tap, "step": step, "task": "What does the note “Trip to Kyoto” say?",
+                                 "goal": {"kind": "answer", "target": "Trip to Kyoto"}}, "")
+        assert "read" in ask and "“Trip to Kyoto”" in ask  # why a question task opens the note
+        go = backend.reasoning({**tap, "step": step, "task": "Open the note “Trip to Kyoto”.",
+                                "goal": {"kind": "item", "target": "Trip to Kyoto"}}, "")
+        assert "read" not in go and "open" in go
+
+
+def test_an_unheaded_goal_screen_is_called_by_the_name_the_task_gave_it_once_reached() -> None:
+    backend = OfflineBackend(load_prompts())
+    base = {"screen": {"screen": ""}, "variant": "", "task": "Show me the Settle screen.",
+            "goal": {"kind": "screen", "target": "Settle"}, "target": {}, "action": {"action_type": "Terminate"}}
+    for step in range(6):
+        done = backend.reasoning({**base, "role": "finish", "step": step}, "")
+        assert "Settle" in done and "current screen" not in done and "This screen" not in done
+        # Before it is reached the screen is still unnamed: the agent cannot know it is Settle yet.
+        tap = backend.reasoning({**base, "role": "navigate", "step": step, "target": {"label": "Settle",
+                                 "role": "link"}, "action": {"action_type": "Click", "value": "None"}}, "")
+        assert not tap.startswith(("I'm on the Settle", "The Settle page", "This is Settle"))

@@ -201,11 +201,11 @@ def test_concurrent_guided_requests_tokens_and_a_free_rerun(fake_server: str, tm
     b = backend(fake_server, concurrency=3)
     report = run_synthesis(graph, tmp_path / "out", b, CONFIG, usage=Usage(price_in_per_mtok=1.0))
     b.close()
-    assert report.summary["rejects_by_reason"] == {} and len(report.trajectories) == 6
+    assert report.summary.rejects_by_reason == {} and len(report.trajectories) == 6
     s = stats(fake_server)
     assert 2 <= s["max_inflight"] <= 3  # requests overlapped, never beyond the limit
     assert s["guided"] - before["guided"] == s["requests"] - before["requests"]  # every request asked for a schema
-    u = report.summary["usage"]
+    u = report.summary.usage
     assert u["calls"] == s["requests"] - before["requests"] and u["prompt_tokens"] > 0 and u["cost"] > 0
     t = next(t for t in report.trajectories if t.task.goal.kind == "item")
     assert t.lineage.synthesizer_model == f"openai:{FAKE_MODEL}" and t.task.instruction == "Open the note “Groceries”"
@@ -232,10 +232,10 @@ def test_bad_answers_are_reasked_and_never_cached_transient_errors_retried(fake_
     assert [("oops" in r.detail) for r in by_reason["malformed_json"]] == [True]  # "Broken": after 3 attempts
     kinds = {str(t.task.goal.kind) for t in report.trajectories}
     assert {"item", "answer"} <= kinds  # "Garbled" was re-asked and then answered well
-    assert "create" not in kinds and report.summary["usage"]["reasks"] >= 3
+    assert "create" not in kinds and report.summary.usage["reasks"] >= 3
     assert any(t.task.goal.kind == "screen" and t.steps[0].observation.element(
         t.steps[0].action.target_element_id).text == "Flaky" for t in report.trajectories)  # the 500 was retried
-    assert report.summary["rejects_by_reason"]["synthesis.plan:contains_rejected_step"] >= 2
+    assert report.summary.rejects_by_reason["synthesis.plan:contains_rejected_step"] >= 2
     # A rerun pays again only for what was never answered well: the broken and the timed-out calls.
     before = stats(fake_server)["requests"]
     b2 = backend(fake_server, concurrency=4, timeout_s=1.0, retries=0, backoff_s=0.05)
@@ -265,7 +265,7 @@ def test_a_server_without_guided_decoding_is_asked_plainly_and_single_image_mode
     report = run_synthesis(graph, tmp_path / "out", b, CONFIG)
     b.close()
     s = stats(fake_server)
-    assert report.summary["rejects_by_reason"] == {} and len(report.trajectories) == 6
+    assert report.summary.rejects_by_reason == {} and len(report.trajectories) == 6
     assert s["refused_guided"] - before["refused_guided"] == 1  # refused once, then never asked again
     assert s["guided"] == before["guided"]
     assert s["max_images"] <= max(1, before["max_images"])

@@ -21,6 +21,7 @@ from typer.testing import CliRunner
 from explorers.config import parse_config
 from explorers.crawler import Crawler
 from explorers.demo_app.crawl_config import app_config
+from explorers.probe import ProbeRequest, load_worker_graph, probe_shortcuts
 from explorers.profiles import VIEWPORTS, Profile
 from explorers.reset import ResetConfig, ResetFailed, run_reset
 from explorers.sessions import EndpointSpec
@@ -50,6 +51,19 @@ def demo_crawl(tmp_path_factory: pytest.TempPathFactory, chromedriver_url: str, 
     cfg_path.write_text(yaml.safe_dump(config))
     cfg = parse_config(config)
     Crawler(cfg, cfg.apps[0], Profile(VIEWPORTS["desktop"]), EndpointSpec("d0", chromedriver_url)).run()
+    # Equivalent controls, whatever path the policy took: the notes list links to the new-note form twice (the
+    # top bar and the page's own button) and a crawl that follows one may never press the other (a second link to
+    # a known screen finds nothing new); probing the list's untried links whose target it already followed
+    # presses it, so the graph holds two edges from the list to the form.
+    store = GraphStore(root / "graph", "demo-notes")
+    graph = load_worker_graph(store, store.workers()[0])
+    twins = []
+    for sid, info in graph.states.items():
+        followed = {info.hints.get(k, {}).get("href") for k in graph.tried.get(sid, ())} - {None, ""}
+        twins += [ProbeRequest(sid, action_key=k) for k in info.offered if k not in graph.tried.get(sid, ())
+                  and info.hints.get(k, {}).get("href") in followed and info.location.rstrip("/").endswith("/notes")]
+    if twins:  # (none: the crawl pressed both already)
+        probe_shortcuts(cfg, requests=twins[:2], budget=8)
     GraphStore(root / "graph", "demo-notes").export()
     return root / "graph", cfg_path
 

@@ -29,7 +29,7 @@ def test_tiny_vlm_loads_generates_and_its_output_is_judged(tiny_model: Path, tmp
     b = TransformersBackend(load_prompts(), tiny_model, max_new_tokens=24)
     report = run_synthesis(graph, tmp_path / "out", b, SynthConfig(plans=PlanConfig(kinds=("screen",), max_plans=1),
                                                                      languages=["en"], max_attempts=1))
-    u = report.summary["usage"]
+    u = report.summary.usage
     assert u["calls"] >= 1 and u["completion_tokens"] > 0
     # Screenshots expanded to their merged-patch counts: the prompts are long.
     assert u["prompt_tokens"] / u["calls"] > 300
@@ -42,7 +42,7 @@ def test_tiny_vlm_loads_generates_and_its_output_is_judged(tiny_model: Path, tmp
             assert r.payload  # the request, with the model's raw text in the detail
     written = list(iter_records(tmp_path / "out" / "rejects.parquet"))
     assert len(written) == len(report.rejects) and all(p.ok for p in written)
-    assert report.summary["backend"].startswith(f"transformers:{tiny_model.name}@")
+    assert report.summary.backend.startswith(f"transformers:{tiny_model.name}@")
 
 
 def test_cache_identity_follows_the_weights_not_the_directory_name(tiny_model: Path, tmp_path: Path) -> None:

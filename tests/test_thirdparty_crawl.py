@@ -54,7 +54,8 @@ def ihatemoney(tmp_path_factory: pytest.TempPathFactory, server_log_dir: Path) -
     yield from _serve(thirdparty.start_ihatemoney, tmp_path_factory.mktemp("ihm"), server_log_dir)
 
 
-def _crawl(out: Path, appium_url: str, app: dict[str, Any], profile: Profile) -> Crawler:
+def _crawl(out: Path, appium_url: str, app: dict[str, Any], profile: Profile) -> tuple[Crawler, int]:
+    """Crawl; returns the crawler and the actions it took (the budget also pays restarts and opened URLs)."""
     cfg = parse_config({
         "run_id": "thirdparty", "output": str(out),
         "devices": [{"name": "appium", "url": appium_url, "kind": "appium-chromium"}],
@@ -62,12 +63,12 @@ def _crawl(out: Path, appium_url: str, app: dict[str, Any], profile: Profile) ->
     })
     crawler = Crawler(cfg, cfg.apps[0], profile, EndpointSpec("appium", appium_url, "appium-chromium"))
     stats = crawler.run()
-    assert stats.steps == STEPS, stats
+    assert stats.budget_used == STEPS, stats
     assert stats.session_restarts == 0, stats
-    return crawler
+    return crawler, stats.steps
 
 
-def _check_graph(crawler: Crawler, min_states: int) -> list[dict[str, Any]]:
+def _check_graph(crawler: Crawler, steps: int, min_states: int) -> list[dict[str, Any]]:
     """Export through the CLI, validate through the CLI, and check the graph's own invariants."""
     app_dir = crawler.store.dir
     cli = [sys.executable, "-m", "pipelines.cli"]
@@ -80,19 +81,23 @@ def _check_graph(crawler: Crawler, min_states: int) -> list[dict[str, Any]]:
     assert len(nodes) >= min_states, [n["title"] for n in nodes]
     obs = {o["id"]: o for o in pq.read_table(app_dir / "observations.parquet").to_pylist()}
     trans = pq.read_table(app_dir / "transitions.parquet").to_pylist()
-    assert len(trans) == STEPS and len({t["id"] for t in trans}) == STEPS
+    assert len(trans) == steps and len({t["id"] for t in trans}) == steps  # one transition per action
     assert sum(t["effective"] for t in trans) >= min_states - 2, "most steps should have changed the screen"
     blobs = GraphStore(app_dir.parent, app_dir.name).blobs
     for t in trans:
         for side in ("from_observation_id", "to_observation_id"):
             o = obs[t[side]]
             assert blobs.exists(o["screenshot_sha256"]), f"{t['id']}: screenshot of {side} missing"
-    # No executed action was one the guard refused on the same screen.
+    # No executed action was one the guard refused on the same screen. Compared by candidate key (the element's
+    # place on the page) and description together: a page holds several controls that read the same ("link" icons
+    # to GitHub and into the app), and one DOM path can hold another element in a later capture of the state.
     audit = crawler.audit.entries()
-    blocked = {(e["state"], e["action"]) for e in audit if e["decision"] == "blocked"}
-    acted = {(e["state"], e["action"]) for e in audit if e["decision"] == "act"}
+    blocked = {(e["state"], e["key"], e["action"]) for e in audit if e["decision"] == "blocked"}
+    acted = {(e["state"], e["key"], e["action"]) for e in audit if e["decision"] == "act"}
     assert blocked, "the deny-list should have refused something on a real app"
-    assert not (acted & blocked)
+    assert not (acted & blocked), sorted(acted & blocked)
+    # A label the deny-list refuses is refused wherever it shows: no control with that label was ever acted on.
+    assert not thirdparty.refused_labels(audit) & {e["action"] for e in audit if e["decision"] == "act"}
     return nodes
 
 
@@ -100,8 +105,9 @@ def test_tiddlywiki_from_npm_crawled_through_appium(tmp_path: Path, appium_url: 
                                                     tiddlywiki: ManagedProcess) -> None:
     before = thirdparty.tiddler_titles(tiddlywiki.url)
     assert set(thirdparty.SEED_TIDDLERS) <= before
-    crawler = _crawl(tmp_path, appium_url, thirdparty.tiddlywiki_app(tiddlywiki.url), Profile(VIEWPORTS["desktop"]))
-    _check_graph(crawler, min_states=5)
+    crawler, steps = _crawl(tmp_path, appium_url, thirdparty.tiddlywiki_app(tiddlywiki.url),
+                            Profile(VIEWPORTS["desktop"]))
+    _check_graph(crawler, steps, min_states=5)
     # The wiki's own record: every tiddler that existed before the crawl still exists.
     assert before <= thirdparty.tiddler_titles(tiddlywiki.url)
 
@@ -111,9 +117,9 @@ DENIED_PATH = re.compile(r"/(delete|exit)\b|/members/\d+/delete")
 
 def test_ihatemoney_from_pypi_crawled_through_appium(tmp_path: Path, appium_url: str,
                                                      ihatemoney: ManagedProcess) -> None:
-    crawler = _crawl(tmp_path, appium_url, thirdparty.ihatemoney_app(ihatemoney.url),
-                     Profile(VIEWPORTS["phone"], locale="zh"))
-    nodes = _check_graph(crawler, min_states=4)
+    crawler, steps = _crawl(tmp_path, appium_url, thirdparty.ihatemoney_app(ihatemoney.url),
+                            Profile(VIEWPORTS["phone"], locale="zh"))
+    nodes = _check_graph(crawler, steps, min_states=4)
     assert any("/demo/" in n["location"] for n in nodes), "the demo project was entered"
     # The app's own access log: the crawl made requests, and none of them deleted or logged out anything.
     requests = thirdparty.requests_logged(ihatemoney)

@@ -1,4 +1,5 @@
-"""Real third-party web apps for crawl tests and benchmarks: TiddlyWiki (npm) and I Hate Money (PyPI).
+"""Real third-party web apps for crawl tests and benchmarks: TiddlyWiki (npm) and I Hate Money (PyPI); the
+benchmark's others (datasette, Trac, docsify, Node-RED) are in ``tests/thirdparty_apps.py`` and installed the same way.
 
 Why real apps: the demo app was written by us, so a crawler tuned on it proves little. These two come from
 the registries unchanged. Both are installed into ``tools/thirdparty/`` (gitignored), idempotently: a stamp
@@ -16,8 +17,10 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -71,21 +74,27 @@ def _run(argv: list[str], what: str, timeout_s: float = 600) -> None:
         raise InstallError(f"{what} failed (exit {done.returncode}):\n{(done.stdout + done.stderr)[-3000:]}")
 
 
-def install_tiddlywiki() -> Path:
-    """``npm i tiddlywiki@<pinned>`` into tools/thirdparty/tiddlywiki; returns the path of tiddlywiki.js."""
-    stamp = TIDDLYWIKI_DIR / ".installed-version"
-    if _stamped(stamp, TIDDLYWIKI_VERSION) and TIDDLYWIKI_JS.exists():
-        return TIDDLYWIKI_JS
-    with _locked("tiddlywiki"):
-        if _stamped(stamp, TIDDLYWIKI_VERSION) and TIDDLYWIKI_JS.exists():
-            return TIDDLYWIKI_JS
+def npm_install(package: str, version: str, prefix: Path, entry: Path, *extra: str) -> None:
+    """``npm i <package>@<version>`` into ``prefix`` once (a version stamp; a lock serialises parallel installs);
+    ``entry`` is the file whose presence says the install is whole."""
+    stamp = prefix / ".installed-version"
+    if _stamped(stamp, version) and entry.exists():
+        return
+    with _locked(package):
+        if _stamped(stamp, version) and entry.exists():
+            return
         npm = shutil.which("npm")
         if npm is None:
             raise InstallError("npm is not installed (scripts/bootstrap.sh installs node and npm)")
-        TIDDLYWIKI_DIR.mkdir(parents=True, exist_ok=True)
-        _run([npm, "install", "--no-audit", "--no-fund", "--prefix", str(TIDDLYWIKI_DIR),
-              f"tiddlywiki@{TIDDLYWIKI_VERSION}"], "npm install tiddlywiki")
-        stamp.write_text(TIDDLYWIKI_VERSION)
+        prefix.mkdir(parents=True, exist_ok=True)
+        _run([npm, "install", "--no-audit", "--no-fund", *extra, "--prefix", str(prefix), f"{package}@{version}"],
+             f"npm install {package}")
+        stamp.write_text(version)
+
+
+def install_tiddlywiki() -> Path:
+    """``npm i tiddlywiki@<pinned>`` into tools/thirdparty/tiddlywiki; returns the path of tiddlywiki.js."""
+    npm_install("tiddlywiki", TIDDLYWIKI_VERSION, TIDDLYWIKI_DIR, TIDDLYWIKI_JS)
     return TIDDLYWIKI_JS
 
 
@@ -166,29 +175,75 @@ def tiddler_titles(url: str) -> set[str]:
         return {t["title"] for t in json.loads(r.read()) if not t["title"].startswith("$:/")}
 
 
-IHATEMONEY_SERVE = """
-import sys
-from ihatemoney.run import create_app
-app = create_app()
-if len(sys.argv) > 3:  # measure the app's own code coverage while it serves (started after start-up, see below)
-    import os, signal, coverage
-    cov = coverage.Coverage(data_file=sys.argv[3], source=["ihatemoney"], branch=False)
+# --- coverage.py for the Python apps -----------------------------------------------------------------------
+# Every serve script builds its app first and starts measuring only then, so the figure counts the lines requests
+# reached, not imports and set-up; SIGTERM (ManagedProcess.stop) saves the data and exits. The lines that run
+# until ``mark_baseline`` (SIGUSR1) sends it on are recorded in coverage.py's default context (""): the readiness
+# probe and the first load of the entry screen; from then on under the context "crawl". ``line_coverage`` reports
+# the raw total and the lines only the crawl ran (beyond that baseline), the analogue of the JS apps' figure.
+COVERAGE_PRELUDE = """
+import os, signal, sys
+cov = None
+def measure(data_file, package):
+    global cov
+    import coverage
+    cov = coverage.Coverage(data_file=data_file, source=[package], branch=False)
+    cov.set_option("run:disable_warnings", ["module-not-measured"])
     def _save(*_a):
         cov.stop()
         cov.save()
         os._exit(0)
+    def _mark(*_a):
+        cov.switch_context("crawl")
+        open(data_file + ".crawl", "w").close()
     signal.signal(signal.SIGTERM, _save)
+    signal.signal(signal.SIGUSR1, _mark)
     cov.start()
-app.run(host=sys.argv[1], port=int(sys.argv[2]), use_reloader=False, threaded=True)
 """
 COVERAGE_VERSION = "7.17.3"
 
-COVERED_LINES = """
-import sys, coverage
+LINE_COVERAGE = """
+import json, sys, coverage
 data = coverage.CoverageData(sys.argv[1])
 data.read()
-print(sum(len(data.lines(f) or ()) for f in data.measured_files()))
+total = baseline = beyond = 0
+for f in data.measured_files():
+    by_line = data.contexts_by_lineno(f)
+    total += len(by_line)
+    baseline += sum(1 for ctx in by_line.values() if "" in ctx)
+    beyond += sum(1 for ctx in by_line.values() if "" not in ctx)
+print(json.dumps({"lines": total, "baseline_lines": baseline, "beyond_lines": beyond}))
 """
+
+IHATEMONEY_SERVE = COVERAGE_PRELUDE + """
+from ihatemoney.run import create_app
+app = create_app()
+if len(sys.argv) > 3:  # measure the app's own code coverage while it serves (started after start-up)
+    measure(sys.argv[3], "ihatemoney")
+app.run(host=sys.argv[1], port=int(sys.argv[2]), use_reloader=False, threaded=True)
+"""
+
+
+def mark_baseline(proc: ManagedProcess, data_file: Path, timeout_s: float = 30.0) -> None:
+    """End a Python app's coverage baseline (what ran so far: the readiness probe, the entry screen's first
+    load): the server records every later line under the context "crawl". Waits until the server says it
+    switched (it writes ``<data_file>.crawl``), so no crawl request can land in the baseline."""
+    done = Path(str(data_file) + ".crawl")
+    proc.popen.send_signal(signal.SIGUSR1)
+    deadline = time.monotonic() + timeout_s
+    while not done.exists():
+        if proc.popen.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(f"{proc.name}: the server did not mark its coverage baseline "
+                               f"({'exited' if proc.popen.poll() is not None else f'no {done.name} in {timeout_s}s'})")
+        time.sleep(0.05)
+
+
+def line_coverage(python: Path, data_file: Path) -> dict[str, int]:
+    """Lines of the app's own package that ran while it served (read after ``ManagedProcess.stop``): ``lines``
+    (all), ``baseline_lines`` (ran before ``mark_baseline``) and ``beyond_lines`` (ran only after it)."""
+    done = subprocess.run([str(python), "-c", LINE_COVERAGE, str(data_file)], capture_output=True, text=True,
+                          timeout=120, check=True)
+    return {k: int(v) for k, v in json.loads(done.stdout).items()}
 
 
 def install_ihatemoney_coverage() -> Path:
@@ -204,14 +259,6 @@ def install_ihatemoney_coverage() -> Path:
                  "pip install coverage (ihatemoney venv)")
             stamp.write_text(COVERAGE_VERSION)
     return python
-
-
-def covered_lines(data_file: Path) -> int:
-    """Lines of I Hate Money's own code that ran while it served (read after ``ManagedProcess.stop``, which sends
-    the SIGTERM that makes the server save its coverage data)."""
-    done = subprocess.run([str(IHATEMONEY_PYTHON), "-c", COVERED_LINES, str(data_file)], capture_output=True,
-                          text=True, timeout=120, check=True)
-    return int(done.stdout.strip())
 
 
 def start_ihatemoney(data_dir: Path, *, log_dir: Path | None = None, coverage_file: Path | None = None
@@ -304,6 +351,12 @@ def main(argv: list[str]) -> int:
     try:
         print(f"tiddlywiki {TIDDLYWIKI_VERSION}: {install_tiddlywiki()}")
         print(f"ihatemoney {IHATEMONEY_VERSION}: {install_ihatemoney()}")
+        from tests import thirdparty_apps  # the benchmark's other registry apps (datasette, Trac, docsify)
+
+        print(f"datasette {thirdparty_apps.DATASETTE_VERSION}: {thirdparty_apps.install_datasette()}")
+        print(f"trac {thirdparty_apps.TRAC_VERSION}: {thirdparty_apps.install_trac()}")
+        print(f"docsify {thirdparty_apps.DOCSIFY_VERSION}: {thirdparty_apps.install_docsify()}")
+        print(f"node-red {thirdparty_apps.NODE_RED_VERSION}: {thirdparty_apps.install_node_red()}")
     except InstallError as exc:
         print(f"third-party test apps: {exc}", file=sys.stderr)
         return 1
@@ -313,3 +366,9 @@ def main(argv: list[str]) -> int:
 if __name__ == "__main__":
     os.chdir(REPO_ROOT)
     sys.exit(main(sys.argv))
+
+
+def refused_labels(audit: list[dict[str, Any]]) -> set[str]:
+    """The actions (type + label) a crawl's guard refused for their label alone: a refusal that holds on every
+    screen, unlike one for a form that came filled in or a link's target."""
+    return {e["action"] for e in audit if e["decision"] == "blocked" and e["reason"].startswith("label ")}

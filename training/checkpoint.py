@@ -19,6 +19,9 @@ from typing import Any
 
 import numpy as np
 import torch
+from torch.optim.lr_scheduler import LRScheduler
+
+from schemas.fileio import rename_durably
 
 STATE = "state.json"
 
@@ -39,7 +42,8 @@ def set_rng_state(st: dict[str, Any]) -> None:
         torch.cuda.set_rng_state_all(st["cuda"])
 
 
-def save(out: Path, step: int, model: Any, tokenizer: Any, image_processor: Any, optimizer: Any, scheduler: Any,
+def save(out: Path, step: int, model: Any, tokenizer: Any, image_processor: Any, optimizer: torch.optim.Optimizer,
+         scheduler: LRScheduler,
          state: dict[str, Any], keep: int = 2, rng_states: list[dict[str, Any]] | None = None,
          state_dict: dict[str, torch.Tensor] | None = None) -> Path:
     """Write ``step-<N>`` atomically (call on the main process only; ``rng_states`` holds every rank's)."""
@@ -58,7 +62,7 @@ def save(out: Path, step: int, model: Any, tokenizer: Any, image_processor: Any,
     (tmp / STATE).write_text(json.dumps({**state, "step": step}, indent=1) + "\n")
     if final.exists():
         shutil.rmtree(final)
-    tmp.rename(final)
+    rename_durably(tmp, final)
     for old in sorted(p for p in root.glob("step-*") if (p / STATE).exists())[:-keep]:
         shutil.rmtree(old, ignore_errors=True)
     return final
@@ -70,7 +74,7 @@ def latest(out: Path) -> Path | None:
     return done[-1] if done else None
 
 
-def restore(ckpt: Path, optimizer: Any, scheduler: Any, rank: int = 0) -> dict[str, Any]:
+def restore(ckpt: Path, optimizer: torch.optim.Optimizer, scheduler: LRScheduler, rank: int = 0) -> dict[str, Any]:
     """Load optimizer, scheduler and this rank's RNG state (the model is loaded from ``ckpt`` by the caller)."""
     opt = torch.load(ckpt / "optim.pt", weights_only=False)
     optimizer.load_state_dict(opt["optimizer"])

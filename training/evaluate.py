@@ -24,6 +24,7 @@ import torch
 from tqdm.auto import tqdm
 
 from schemas.action import POINTED, ActionType
+from schemas.fileio import write_text_atomic
 from training.data import DataConfig, Rejected, Renderer, ShardStream, exclusion, shard_files
 from training.models import load_model_and_processor
 from training.rewards import action_matches, predicted_action
@@ -88,7 +89,7 @@ def evaluate(model_path: Path, data: Path, data_cfg: DataConfig | None = None, l
     }
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
-        (out / "eval.json").write_text(json.dumps(report, indent=1) + "\n")
+        write_text_atomic(out / "eval.json", json.dumps(report, indent=1) + "\n")
         with (out / "eval_steps.jsonl").open("w", encoding="utf-8") as f:
             for row in rows:
                 f.write(json.dumps(row, ensure_ascii=False) + "\n")

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from torch.optim.lr_scheduler import LRScheduler
 from tqdm.auto import tqdm
 
 from training import checkpoint, distributed
@@ -45,7 +46,7 @@ class Setup:
     tokenizer: Any
     image_processor: Any
     optimizer: torch.optim.Optimizer
-    scheduler: Any
+    scheduler: LRScheduler
     device: torch.device
     autocast: Callable[[], Any]
     state: dict[str, Any]

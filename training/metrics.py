@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from schemas import Reject
+from schemas.fileio import write_text_atomic
 
 if TYPE_CHECKING:  # torch's tensorboard writer is optional at run time (imported where it is used)
     from torch.utils.tensorboard import SummaryWriter
@@ -34,7 +35,7 @@ class MetricsLog:
             for line in self.path.read_text(encoding="utf-8").splitlines():
                 if line.strip() and json.loads(line).get("step", 0) <= resume_step:
                     kept.append(line)
-        self.path.write_text("".join(k + "\n" for k in kept), encoding="utf-8")
+        write_text_atomic(self.path, "".join(k + "\n" for k in kept))  # a crash here keeps the old log
         self.tb: SummaryWriter | None = None
         if tensorboard:
             try:

@@ -27,6 +27,10 @@ def login_script() -> dict[str, Any]:
 
 
 def app_config(entry_url: str, **extra: Any) -> dict[str, Any]:
-    """An ``apps[]`` entry for the demo app served at ``entry_url``."""
+    """An ``apps[]`` entry for the demo app served at ``entry_url``.
+
+    ``submit_edits``: the demo app keeps every browser session's notes and settings apart and starts each from the
+    seed, so editing a seeded note harms nobody (and gives synthesis its edit tasks); a real app's config leaves it
+    to the default (only with a reset hook)."""
     return {"id": APP_ID, "platform": "web", "entry": entry_url.rstrip("/") + "/", "version": "1.0",
-            "login": login_script(), **extra}
+            "login": login_script(), "submit_edits": True, **extra}

@@ -35,13 +35,13 @@ def register(app: typer.Typer) -> None:
         if max_steps is not None:
             cfg.budget.max_steps = max_steps
         result = run_farm(cfg, console, show_progress=not no_progress)
-        table = Table("job", "steps (new)", "states", "restarts", "sessions", "errors", "stopped because",
-                      title="Crawl")
-        for r in result.results:
+        table = Table("job", "actions (new)", "restarts", "opened URLs", "budget used", "states", "sessions", "errors",
+                      "stopped because", title="Crawl")
+        for r in (j.stats for j in result.results):
             # Text from the app (an error, a selector) must not be read as Rich markup: "[name=pass]" would vanish.
-            table.add_row(Text(f"{r['app_id']}/{r['worker']}"), f"{r['steps']} ({r['new_steps']})", str(r["states"]),
-                          str(r["restarts"]), str(r["session_restarts"]), str(r.get("errors", 0)),
-                          Text(r["stopped"]))
+            table.add_row(Text(f"{r.app_id}/{r.worker}"), f"{r.steps} ({r.new_steps})", str(r.restarts),
+                          str(r.opens), f"{r.budget_used}/{cfg.budget.max_steps}", str(r.states),
+                          str(r.session_restarts), str(r.errors), Text(r.stopped))
         console.print(table)
         for app_id, ex in result.exports.items():
             console.print(f"{app_id}: {ex.states} states, {ex.transitions} transitions, {ex.observations} "

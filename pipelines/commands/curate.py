@@ -105,6 +105,9 @@ def register(app: typer.Typer) -> None:
         the counts do not reconcile. Exit 3: the dataset folder or the blob store cannot be used; exit 4: the
         inputs hold no record at all (unless --allow-empty).
         """
+        from pipelines.curation.quiet import import_beam_quietly
+
+        import_beam_quietly()  # before anything imports Beam: its import-time warning would reach the console
         from pipelines.curation.config import CurateConfig
         from pipelines.curation.expectations import ExpectationsFailed
         from pipelines.curation.manifest import AccountingError

@@ -1,9 +1,10 @@
 """Exit codes of the data commands (validate, import, curate, synth, export, review gate) and the top-level guard.
 
-- 0: done (import and synth may have rejected records: they are in the rejects, counted in the summary)
+- 0: done (import and synth may have rejected some records: they are in the rejects, counted in the summary)
 - 1: the data said no (``validate`` found bad records; ``curate`` published nothing: failed expectations,
-  unreconciled counts, every record rejected), or an unexpected internal error
-- 2: usage: a bad flag, a missing input file (Typer's own code)
+  unreconciled counts, every record rejected; ``import`` imported nothing or ``export`` wrote no row,
+  every record rejected), or an unexpected internal error
+- 2: usage: a bad flag, a missing input file (Typer's own code), an input that is not a record file
 - 3: the output cannot be written or the blob store cannot be used: permission denied, a symbolic link loop,
   a file where a folder must be (or named like the next version), no space left
 - 4: no input records at all (pass ``--allow-empty`` to accept an empty run)

@@ -10,9 +10,11 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from pipelines.commands.plain import PlainConsole
+from pipelines.exporters.inputs import input_files
 from pipelines.exporters.options import FAMILIES, ExportOptions
 from pipelines.exporters.registry import FORMATS
-from pipelines.exporters.runner import run_export
+from pipelines.exporters.runner import ExportSummary, run_export
+from schemas.errors import EmptyInput
 from schemas.exporters.coords import QWEN_VL_UTILS_MAX_PIXELS
 
 
@@ -50,8 +52,15 @@ def register(app: typer.Typer) -> None:
                                                "negative copies (lineage.negative), e.g. for a critic."),
         split: str = typer.Option("train", "--split", help="Split name written into extra_info."),
         json_summary: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
+        allow_empty: bool = typer.Option(False, "--allow-empty", help="Accept an export that writes no row (no "
+                                         "input record, or every one rejected or skipped) with exit 0."),
     ) -> None:
-        """Export trajectories or curated samples as FORMAT rows plus screenshots."""
+        """Export trajectories or curated samples as FORMAT rows plus screenshots.
+
+        Exit codes: 0 rows written, 1 no row written although records were read (every one rejected or
+        skipped; the reasons are in the summary and OUT/rejects.parquet), 2 a bad flag or an input that is not a
+        shard, 3 the output cannot be written, 4 the input holds no record at all (1 and 4 unless
+        --allow-empty)."""
         if fmt not in FORMATS:
             raise typer.BadParameter(f"unknown format {fmt!r}; choose from {', '.join(FORMATS)}")
         if mix not in ("reasoning", "direct", "both"):
@@ -64,6 +73,10 @@ def register(app: typer.Typer) -> None:
             options = ExportOptions.resolve(family, coords, think_tag, mix=mix, max_pixels=max_pixels,
                                             include_negatives=include_negatives, image_mode=images, split=split)
         except ValueError as exc:
+            raise typer.BadParameter(str(exc)) from None
+        try:
+            input_files(src)  # an input that is not a shard (or a folder without any) is a usage error
+        except (FileNotFoundError, ValueError) as exc:
             raise typer.BadParameter(str(exc)) from None
         console = PlainConsole(stderr=True)
         with Progress(SpinnerColumn(), TextColumn("export {task.fields[fmt]}", style="bold", markup=False),
@@ -82,13 +95,32 @@ def register(app: typer.Typer) -> None:
                 raise typer.BadParameter(str(exc)) from None
         if json_summary:
             typer.echo(json.dumps(summary.as_dict(), indent=2))
-            return
-        table = Table("outcome", "reason", "count", title=f"export {fmt}")
-        table.add_row("exported units", "", str(summary.units))
-        table.add_row("rows written", "", str(summary.samples))
-        for reason, n in summary.skipped.most_common():
-            table.add_row("skipped", reason, str(n))
-        for reason, n in summary.rejected.most_common():
-            table.add_row("rejected", reason, str(n))
-        PlainConsole().print(table)
-        typer.echo(f"{summary.samples} rows → {summary.output} ({summary.images} new images)")
+        else:
+            _print_summary(fmt, summary)
+        if summary.samples == 0 and not allow_empty:
+            _refuse_empty(src, summary)
+
+
+def _print_summary(fmt: str, summary: ExportSummary) -> None:
+    table = Table("outcome", "reason", "count", title=f"export {fmt}")
+    table.add_row("exported units", "", str(summary.units))
+    table.add_row("rows written", "", str(summary.samples))
+    for reason, n in summary.skipped.most_common():
+        table.add_row("skipped", reason, str(n))
+    for reason, n in summary.rejected.most_common():
+        table.add_row("rejected", reason, str(n))
+    PlainConsole().print(table)
+    typer.echo(f"{summary.samples} rows → {summary.output} ({summary.images} new images)")
+
+
+def _refuse_empty(src: Path, summary: ExportSummary) -> None:
+    """An export without a single row is an error a trainer must not discover at step 0 (see ``--allow-empty``):
+    exit 4 when the input held no record, 1 when every record was rejected or every step skipped."""
+    read = summary.units + sum(summary.rejected.values())
+    if not read:
+        raise EmptyInput(f"no records in {src}; nothing exported. Pass --allow-empty to accept an empty export.")
+    why = ", ".join(f"{r}={n}" for r, n in (summary.rejected + summary.skipped).most_common(5))
+    PlainConsole(stderr=True).print(f"nothing exported: {read} record(s) read, 0 rows written ({why}); the rejects "
+                                    "are in rejects.parquet next to the output. Pass --allow-empty to accept an "
+                                    "empty export.")
+    raise typer.Exit(1)

@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from pipelines.commands.plain import PlainConsole
+from schemas.fileio import write_text_atomic
 
 
 def _app_dir(path: Path) -> Path:
@@ -55,7 +56,7 @@ def register(app: typer.Typer) -> None:
         from schemas import BlobStore
 
         d = _app_dir(app_dir)
-        out.write_text(render_html(d, BlobStore(blob_root or d / "blobs"), max_states), encoding="utf-8")
+        write_text_atomic(out, render_html(d, BlobStore(blob_root or d / "blobs"), max_states))
         PlainConsole().print(f"wrote {out}", markup=False)
 
     @graph.command("export")

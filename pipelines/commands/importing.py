@@ -9,7 +9,7 @@ import typer
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from pipelines.commands.exits import EMPTY, OUTPUT
+from pipelines.commands.exits import DATA, EMPTY, OUTPUT
 from pipelines.commands.plain import PlainConsole
 from pipelines.importers.convention import Coords
 from pipelines.importers.registry import IMPORTERS, get_importer
@@ -50,13 +50,13 @@ def register(app: typer.Typer) -> None:
                                          "(default OUT/blobs)."),
         json_summary: bool = typer.Option(False, "--json", help="Print the summary as JSON instead of a table."),
         allow_empty: bool = typer.Option(False, "--allow-empty", help="Accept source files without any record "
-                                         "(otherwise exit 4)."),
+                                         "(otherwise exit 4) or with every record rejected (otherwise exit 1)."),
     ) -> None:
         """Import FORMAT files into trajectories Parquet + rejects Parquet + blobs under --out.
 
         A bad source record is rejected with its reason and the rest goes on; image paths are followed only
-        inside the image folders. Exit codes: 0 done (rejects included), 2 usage, 3 the output cannot be
-        written, 4 no source record at all (unless --allow-empty).
+        inside the image folders. Exit codes: 0 done (rejects included), 1 every source record was rejected, 2
+        usage, 3 the output cannot be written, 4 no source record at all (1 and 4 unless --allow-empty).
         """
         if fmt not in IMPORTERS:
             raise typer.BadParameter(f"unknown format {fmt!r}; choose from {', '.join(IMPORTERS)}")
@@ -91,3 +91,8 @@ def register(app: typer.Typer) -> None:
             PlainConsole().print(summary_table(summary))
             typer.echo(f"{summary.imported} trajectories ({summary.steps} steps) imported, "
                        f"{summary.total_rejected} rejected → {out}")
+        if not summary.imported and summary.total_rejected and not allow_empty:
+            why = ", ".join(f"{r}={n}" for r, n in summary.rejected.most_common(5))
+            console.print(f"nothing imported: every one of {summary.total_rejected} source record(s) was rejected "
+                          f"({why}); the rejects are under {out}. Pass --allow-empty to accept it.")
+            raise typer.Exit(DATA)

@@ -12,8 +12,10 @@ from rich.table import Table
 from rich.text import Text
 
 from pipelines.commands.plain import PlainConsole
+from schemas.fileio import write_text_atomic
 
 if TYPE_CHECKING:  # the explorers are imported when the command runs, not when the CLI starts
+    from explorers.crawler import CrawlProgress
     from explorers.probe import ProbeRequest
 
 
@@ -97,14 +99,14 @@ def register(app: typer.Typer) -> None:
                     table.add_row(s.state_id, Text(s.label[:50]), ",".join(s.why), " ".join(s.expected[:3]))
                 console.print(table)
                 if report:
-                    report.write_text(json.dumps([vars(s) for s in found], indent=1), encoding="utf-8")
+                    write_text_atomic(report, json.dumps([vars(s) for s in found], indent=1))
                 return
             status = None if no_progress else console.status("probing")
 
-            def progress(d: dict[str, object]) -> None:
+            def progress(p: CrawlProgress) -> None:
                 if status is not None:
-                    status.update(Text(f"probing {d.get('app')}/{d.get('worker')}: step {d.get('steps')} · "
-                                       f"{d.get('states')} states · {d.get('status')}"))
+                    status.update(Text(f"probing {p.app}/{p.worker}: step {p.steps} · {p.states} states · "
+                                       f"{p.status}"))
 
             with status or contextlib.nullcontext():
                 rep = probe_shortcuts(cfg, app_id, profile, budget, reqs, graph_dir, sources, targets,
@@ -120,5 +122,5 @@ def register(app: typer.Typer) -> None:
         console.print(f"{rep.new_edges} new edges, {rep.hits} reached the expected screen, {rep.new_states} new "
                       f"states; spent {rep.spent}/{rep.budget}; stopped: {rep.stopped}", markup=False, highlight=False)
         if report:
-            report.write_text(json.dumps(rep.to_dict(), indent=1), encoding="utf-8")
+            write_text_atomic(report, json.dumps(rep.to_dict(), indent=1))
             console.print(f"report → {report}", markup=False)

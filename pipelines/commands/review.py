@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
 
 import typer
 
 from pipelines.commands.exits import OUTPUT
 from pipelines.commands.plain import PlainConsole
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
+
+R = TypeVar("R")
 
 DB_HELP = ("Label database URL: sqlite:///FILE or postgresql://user:pw@host:port/db "
            "(default: $TRAJFORGE_REVIEW_DB, else sqlite:///trajforge-review.sqlite in the current directory).")
@@ -32,6 +39,29 @@ def open_engine(db: str | None):
     except DatabaseUnavailable as exc:
         error(str(exc))
         raise typer.Exit(2) from None
+
+
+def _print_rows(db: str | None, fetch: Callable[[Session], Sequence[R]], as_json: bool,
+                as_dict: Callable[[R], dict[str, object]], columns: tuple[str, ...],
+                cells: Callable[[R], list[str]]) -> None:
+    """Rows read from the label database (accounts, sessions): one JSON object a line, or a table."""
+    import json
+
+    from rich.table import Table
+    from sqlalchemy.orm import Session
+
+    engine = open_engine(db)
+    with Session(engine) as s:
+        rows = fetch(s)
+    engine.dispose()
+    if as_json:
+        for r in rows:
+            typer.echo(json.dumps(as_dict(r)))
+        return
+    table = Table(*columns)
+    for r in rows:
+        table.add_row(*cells(r))
+    console().print(table)
 
 
 def register(app: typer.Typer) -> None:
@@ -137,28 +167,14 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="One JSON object per user instead of a table."),
     ) -> None:
         """Every account with its role, whether it is disabled, and its live sessions."""
-        import json
-
-        from sqlalchemy.orm import Session
-
         from review.auth import list_users
 
-        engine = open_engine(db)
-        with Session(engine) as s:
-            rows = list_users(s)
-        engine.dispose()
-        if as_json:
-            for u in rows:
-                typer.echo(json.dumps({"name": u.name, "role": u.role, "disabled": u.disabled,
-                                       "created_at": u.created_at.isoformat(), "sessions": u.sessions}))
-            return
-        from rich.table import Table
-
-        table = Table("user", "role", "state", "live sessions", "created (UTC)")
-        for u in rows:
-            table.add_row(u.name, u.role, "disabled" if u.disabled else "active", str(u.sessions),
-                          u.created_at.strftime("%Y-%m-%d %H:%M"))
-        console().print(table)
+        _print_rows(db, list_users, as_json,
+                    lambda u: {"name": u.name, "role": u.role, "disabled": u.disabled,
+                               "created_at": u.created_at.isoformat(), "sessions": u.sessions},
+                    ("user", "role", "state", "live sessions", "created (UTC)"),
+                    lambda u: [u.name, u.role, "disabled" if u.disabled else "active", str(u.sessions),
+                               u.created_at.strftime("%Y-%m-%d %H:%M")])
 
     @users.command("disable")
     def user_disable(name: str = typer.Argument(...), db: str | None = typer.Option(None, help=DB_HELP)) -> None:
@@ -197,28 +213,14 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="One JSON object per session instead of a table."),
     ) -> None:
         """Live login sessions (user, start, expiry, a short id that is not the cookie)."""
-        import json
-
-        from sqlalchemy.orm import Session
-
         from review.auth import list_sessions
 
-        engine = open_engine(db)
-        with Session(engine) as s:
-            rows = list_sessions(s)
-        engine.dispose()
-        if as_json:
-            for r in rows:
-                typer.echo(json.dumps({"user": r.user, "created_at": r.created_at.isoformat(),
-                                       "expires_at": r.expires_at.isoformat(), "id": r.token_prefix}))
-            return
-        from rich.table import Table
-
-        table = Table("user", "started (UTC)", "expires (UTC)", "id")
-        for r in rows:
-            table.add_row(r.user, r.created_at.strftime("%Y-%m-%d %H:%M"), r.expires_at.strftime("%Y-%m-%d %H:%M"),
-                          r.token_prefix)
-        console().print(table)
+        _print_rows(db, list_sessions, as_json,
+                    lambda r: {"user": r.user, "created_at": r.created_at.isoformat(),
+                               "expires_at": r.expires_at.isoformat(), "id": r.token_prefix},
+                    ("user", "started (UTC)", "expires (UTC)", "id"),
+                    lambda r: [r.user, r.created_at.strftime("%Y-%m-%d %H:%M"),
+                               r.expires_at.strftime("%Y-%m-%d %H:%M"), r.token_prefix])
 
     @sessions.command("end")
     def sessions_end(

@@ -202,15 +202,15 @@ def register(app: typer.Typer) -> None:
             console.print(f"wrote {n_noisy} noisy trajectories to {out / 'noisy.parquet'}")
         s = report.summary
         table = Table("app", "tasks", "replayed", "failed", "executability", title="Synthesis")
-        for app_id, a in s["apps"].items():
-            ex = "-" if a["executability"] is None else f"{a['executability']:.2f}"
-            table.add_row(app_id, str(a["tasks"]), str(a["replayed"]), str(a["replay_failed"]), ex)
+        for app_id, a in s.apps.items():
+            ex = "-" if a.executability is None else f"{a.executability:.2f}"
+            table.add_row(app_id, str(a.tasks), str(a.replayed), str(a.replay_failed), ex)
         console.print(table)
-        console.print(f"goal plans {s['plans']}, tasks {s['tasks']} {s['languages']}, rejects {s['rejects']}")
-        for reason, n in s["rejects_by_reason"].items():
+        console.print(f"goal plans {s.plans}, tasks {s.tasks} {s.languages}, rejects {s.rejects}")
+        for reason, n in s.rejects_by_reason.items():
             console.print(f"  reject {reason}: {n}")
-        u = s["usage"]
+        u = s.usage
         console.print(f"calls {u['calls']} (cache hits {u['cache_hits']}, failures {u['failures']}), tokens "
                       f"{u['prompt_tokens']}+{u['completion_tokens']}, cost {u['cost']:.4f}")
         console.print(f"wrote {out / 'trajectories.parquet'}, {out / 'rejects.parquet'}, {out / 'summary.json'}")
-        console.print(json.dumps({"tasks": s["tasks"], "rejects": s["rejects"]}))
+        console.print(json.dumps({"tasks": s.tasks, "rejects": s.rejects}))

@@ -16,7 +16,29 @@ def _bar(ax, data: dict[str, int], title: str, horizontal: bool = False) -> None
     (ax.barh if horizontal else ax.bar)(keys, vals, color="#3b6ea8")
     ax.set_title(title)
     if not horizontal:
-        ax.tick_params(axis="x", rotation=45)
+        long_labels = max((len(k) for k in keys), default=0) > 6
+        ax.tick_params(axis="x", rotation=60 if long_labels else 45, labelsize=7 if long_labels else None)
+
+
+MAX_BARS = 20  # more step indices than this are drawn as ranges (their labels must stay legible)
+
+
+def step_index_bars(counts: dict[str, int], max_bars: int = MAX_BARS) -> dict[str, int]:
+    """The step-index distribution as at most ``max_bars`` bars: one per index when there are few, else equal
+    ranges of indices ("100–199"). Why: a 10,000-step trajectory gave a 10,000-bar plot that nobody can read and
+    that took matplotlib over a minute (and ~80 MB) to draw."""
+    items = sorted((int(k), n) for k, n in counts.items())
+    if len(items) <= max_bars:
+        return {str(k): n for k, n in items}
+    top = items[-1][0] + 1
+    width = -(-top // max_bars)  # ceil: at most max_bars ranges cover 0..top-1
+    bars: dict[str, int] = {}
+    for k, n in items:
+        lo = k // width * width
+        hi = min(lo + width, top) - 1
+        label = f"{lo}–{hi}" if hi > lo else str(lo)
+        bars[label] = bars.get(label, 0) + n
+    return bars
 
 
 def draw_plots(manifest: dict[str, Any], out_dir: Path) -> list[str]:
@@ -25,7 +47,8 @@ def draw_plots(manifest: dict[str, Any], out_dir: Path) -> list[str]:
     dist = manifest["distributions"]
     for key, title in (("action_type", "Action types"), ("step_index", "Step index")):
         fig, ax = plt.subplots(figsize=(7, 3.5))
-        _bar(ax, dist.get(key, {}), title)
+        data = dist.get(key, {})
+        _bar(ax, step_index_bars(data) if key == "step_index" else data, title)
         fig.tight_layout()
         fig.savefig(out_dir / f"{key}.png", dpi=90)
         plt.close(fig)

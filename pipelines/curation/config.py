@@ -8,6 +8,22 @@ from pathlib import Path
 UNITS = ("trajectory", "step")
 
 
+def _parquet_kind(p: Path) -> str | None:
+    """The record kind a Parquet input declares (``trajforge.kind``), None when it declares none or its footer
+    cannot be read (a damaged file is the reader's to reject, as one record naming it)."""
+    if p.suffix.lower() not in (".parquet", ".parq"):
+        return None
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from schemas.arrow import kind_of
+
+    try:
+        return kind_of(pq.read_schema(p))
+    except (OSError, ValueError, pa.ArrowException):
+        return None
+
+
 @dataclass
 class CurateConfig:
     inputs: list[Path]
@@ -52,6 +68,11 @@ class CurateConfig:
                 raise ValueError(f"input {p} does not exist or is not a file")
             if p.suffix.lower() not in (".jsonl", ".json", ".ndjson", ".parquet", ".parq"):
                 raise ValueError(f"input {p}: unsupported file type {p.suffix!r} (use .jsonl, .json or .parquet)")
+            kind = _parquet_kind(p)
+            if kind not in (None, "trajectory"):
+                raise ValueError(f"input {p} holds {kind} records (its Parquet schema says so), not trajectories: "
+                                 + ("a curated shard is curated already; curate the trajectories it came from"
+                                    if kind == "sample" else "curate reads trajectories"))
         if self.rows_per_shard < 1 or self.row_group_rows < 1:
             raise ValueError("rows_per_shard and row_group_rows must be positive")
         if self.unit not in UNITS:

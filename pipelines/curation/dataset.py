@@ -21,11 +21,16 @@ from collections.abc import Callable
 from pathlib import Path
 
 from pipelines.staging import clean_stale_staging, new_staging
-from schemas.fileio import OutputError
+from schemas.fileio import OutputError, rename_durably
 
 __all__ = ["clean_stale_staging", "new_staging", "publish", "versions"]  # staging re-exported for callers
 
 VERSION_RE = re.compile(r"^v(\d{4,})$")
+
+
+def shard_name(prefix: str, index: int, count: int) -> str:
+    """``<prefix>-00003-of-00008.parquet``: a split's shard in a version's data/ or rejects/ folder."""
+    return f"{prefix}-{index:05d}-of-{count:05d}.parquet"
 
 
 def versions(out: Path) -> list[Path]:
@@ -59,7 +64,7 @@ def publish(staging: Path, out: Path, prepare: Callable[[str], None] | None = No
             prepare(target.name)
         (staging / "_owner.pid").unlink(missing_ok=True)
         try:
-            os.rename(staging, target)
+            rename_durably(staging, target)  # the version's folder, then the dataset folder, synced
             return target
         except OSError as exc:
             if not os.path.lexists(target):

@@ -22,6 +22,7 @@ import pyarrow.parquet as pq
 from filters.verdicts import EXACT, FLATTEN, NEAR_INSTRUCTIONS, NEAR_SCREENS, QUALITY, SCHEMA, STAGE_ORDER, UNIQUE_IDS
 from pipelines.curation.write import DATA_DIR, REJECTS_DIR
 from schemas.action import full_type_of
+from schemas.fileio import file_sha256
 from schemas.version import SCHEMA_VERSION
 
 PIPELINE_VERSION = "curate-2"
@@ -29,14 +30,6 @@ PIPELINE_VERSION = "curate-2"
 
 class AccountingError(RuntimeError):
     """Counts do not reconcile: a record was lost or duplicated somewhere (a bug, never bad input)."""
-
-
-def file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def _counts(tallies: list[dict[str, Any]]) -> tuple[dict[str, int], dict[str, Counter], int]:

@@ -25,6 +25,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from schemas.fileio import write_json_atomic
+
 PROGRESS_DIR = "_progress"
 
 # What the pipeline counts (names used by the DoFns and shown by the CLI).
@@ -56,10 +58,8 @@ class ProgressCounter:
         if self.path is None or not self.counts:
             return
         with contextlib.suppress(OSError):  # the run may be finishing and removing the directory
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.path.with_name(f".{self.path.name}.tmp")
-            tmp.write_text(json.dumps(self.counts))
-            os.replace(tmp, self.path)
+            # Not fsynced: counters a progress bar reads, rewritten every few hundred milliseconds.
+            write_json_atomic(self.path, self.counts, indent=None, durable=False)
 
 
 def read_progress(directory: Path) -> dict[str, int]:

@@ -15,25 +15,45 @@ import pyarrow.parquet as pq
 
 from filters.item import SourceRecord
 from pipelines.curation.plan import LINE_MASK, UNREADABLE, Split, record_key
-from schemas.errors import RecordValidationError
 from schemas.jsontext import iter_array, printable_json, valid_text
-from schemas.recordio import Parsed, file_error, iter_jsonl, parse_jsonl_line
-from schemas.records import parse_record
+from schemas.recordio import Parsed, file_error, iter_jsonl, parse_data, parse_jsonl_line
 from schemas.trajectory import Trajectory
 
 
-def _lines(split: Split) -> Iterator[tuple[int, bytes]]:
-    """(line number, raw bytes) of every line of a JSON Lines split."""
-    with open(split.path, "rb") as f:
-        f.seek(split.start)
-        n, pos = split.first_line, split.start
-        while pos < split.end:
-            raw = f.readline()
-            if not raw:
-                break
-            yield n, raw
-            n += 1
-            pos += len(raw)
+class _Lines:
+    """(line number, raw bytes) of every line of a JSON Lines split.
+
+    An iterator object rather than a generator so that it keeps no reference to the line it returned: a
+    generator's frame would hold a 35 MB line (a 10,000-step trajectory) for as long as its record is being
+    described, on top of the parsed record."""
+
+    def __init__(self, split: Split):
+        self.f = open(split.path, "rb")  # noqa: SIM115 (closed at the end of the range, or when collected)
+        self.f.seek(split.start)
+        self.n, self.end = split.first_line, split.end
+
+    def __iter__(self) -> _Lines:
+        return self
+
+    def __next__(self) -> tuple[int, bytes]:
+        if self.f.closed or self.f.tell() >= self.end:
+            self.f.close()
+            raise StopIteration
+        raw = self.f.readline()
+        if not raw:
+            self.f.close()
+            raise StopIteration
+        self.n += 1
+        return self.n - 1, raw
+
+    def __del__(self) -> None:
+        f = getattr(self, "f", None)  # (absent when the file could not be opened)
+        if f is not None:
+            f.close()
+
+
+def _lines(split: Split) -> _Lines:
+    return _Lines(split)
 
 
 def _parquet_rows(split: Split) -> Iterator[tuple[int, dict]]:
@@ -68,14 +88,16 @@ def _records(split: Split) -> Iterator[tuple[int, SourceRecord]]:
     elif split.format == "parquet":
         for n, row in _parquet_rows(split):
             src = f"{Path(split.path).name}:{n}"
-            try:
-                rec = parse_record(row, "trajectory", n)
+            parsed = parse_data(row, "trajectory", n)  # (a validator bug on one row costs that row only)
+            if parsed.ok:
+                rec = parsed.record
                 yield record_key(fi, n), SourceRecord(src, record=rec if isinstance(rec, Trajectory) else None)
-            except RecordValidationError as exc:
-                yield record_key(fi, n), SourceRecord(src, errors=tuple(exc.errors), raw=printable_json(row))
+            else:
+                yield record_key(fi, n), SourceRecord(src, errors=tuple(parsed.errors), raw=printable_json(row))
     else:
         for n, raw in _lines(split):
             line = parse_jsonl_line(raw, n, "trajectory")
+            del raw  # (the record is described while this generator waits: it must not hold the text too)
             if line is not None:
                 yield record_key(fi, n), _source(split, line)
 

@@ -12,8 +12,6 @@ publishing.
 
 from __future__ import annotations
 
-import os
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +19,7 @@ from typing import Any
 import pyarrow as pa
 
 from schemas.arrow import SAMPLE_SCHEMA
+from schemas.fileio import StagedFile
 
 SPOOL_DIR = "_spool"
 KEY, PII = "_key", "_pii"
@@ -38,9 +37,9 @@ class SpoolWriter:
 
     def __init__(self, path: Path, batch_rows: int):
         self.path, self.batch_rows = path, batch_rows
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-        self.sink = pa.OSFile(str(self.tmp), "wb")
+        # Not fsynced: the run's own scratch file, rebuilt by a rerun.
+        self.staged = StagedFile(path, durable=False)
+        self.sink = pa.OSFile(str(self.staged.tmp), "wb")
         self.writer = pa.ipc.new_file(self.sink, SPOOL_SCHEMA)
         self.rows: list[dict[str, Any]] = []
 
@@ -58,12 +57,12 @@ class SpoolWriter:
         self._flush()
         self.writer.close()
         self.sink.close()
-        os.replace(self.tmp, self.path)
+        self.staged.commit()
 
     def abort(self) -> None:
         self.writer.close()
         self.sink.close()
-        self.tmp.unlink(missing_ok=True)
+        self.staged.abort()
 
 
 def read_spool(path: Path) -> Iterator[pa.RecordBatch]:

@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import bisect
 import json
-import os
-import uuid
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
@@ -30,34 +28,43 @@ import pyarrow.parquet as pq
 
 from filters.pii import blur_regions
 from filters.verdicts import RecordOutcome, Rejection
-from pipelines import faults
+from pipelines.curation.dataset import shard_name
 from pipelines.curation.plan import Split
 from pipelines.curation.progress import REJECTS_WRITTEN, SAMPLES_WRITTEN, ProgressCounter
 from pipelines.curation.read import raw_texts
 from pipelines.curation.spool import KEY, PII, read_spool, spool_path
-from schemas import Reject, Sample
+from schemas import Reject, Sample, faults
 from schemas.arrow import REJECT_SCHEMA, SAMPLE_SCHEMA, from_row, to_row
 from schemas.blobstore import BlobStore
+from schemas.fileio import StagedFile, write_text_atomic
 
 DATA_DIR = "data"
 REJECTS_DIR = "rejects"
 STATS_DIR = "_stats"
+
+
+def leaf_columns(schema: pa.Schema) -> list[str]:
+    """The Parquet leaf column paths of ``schema`` (``history.list.element``, ``action.x``…): per-column writer
+    options are keyed by these. Keyed by top-level names, as they once were, they silently missed every nested
+    column — ``history``, ``action``, ``lineage``, ``scores``… were written uncompressed (the history of a
+    10,000-row shard: 15.2 MiB instead of 0.13)."""
+    sink = pa.BufferOutputStream()
+    pq.write_table(schema.empty_table(), sink)
+    meta = pq.ParquetFile(pa.BufferReader(sink.getvalue())).schema
+    return [meta.column(i).path for i in range(len(meta))]
+
+
 # PNG bytes are already compressed: zstd would spend CPU for nothing on the image column.
-COMPRESSION = {f.name: ("none" if f.name == "image" else "zstd") for f in SAMPLE_SCHEMA}
-DICTIONARY = [f.name for f in SAMPLE_SCHEMA if f.name != "image"]
-
-
-def shard_name(prefix: str, index: int, count: int) -> str:
-    return f"{prefix}-{index:05d}-of-{count:05d}.parquet"
+COMPRESSION = {c: ("none" if c == "image" else "zstd") for c in leaf_columns(SAMPLE_SCHEMA)}
+DICTIONARY = [c for c in leaf_columns(SAMPLE_SCHEMA) if c != "image"]
 
 
 class _AtomicParquet:
     """A Parquet file written under a temporary name, renamed into place on ``close``."""
 
     def __init__(self, path: Path, schema: pa.Schema, **options: Any):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.path, self.tmp = path, path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-        self.writer = pq.ParquetWriter(self.tmp, schema, **options)
+        self.path, self.staged = path, StagedFile(path)
+        self.writer = pq.ParquetWriter(self.staged.tmp, schema, **options)
         self.rows = 0
 
     def write(self, table: pa.Table, row_group_rows: int) -> None:
@@ -66,14 +73,12 @@ class _AtomicParquet:
 
     def close(self) -> int:
         self.writer.close()
-        with open(self.tmp, "rb") as f:
-            os.fsync(f.fileno())
-        os.replace(self.tmp, self.path)
+        self.staged.commit()
         return self.rows
 
     def abort(self) -> None:
         self.writer.close()
-        self.tmp.unlink(missing_ok=True)
+        self.staged.abort()
 
 
 def atomic_parquet(path: Path, schema: pa.Schema, batches: Iterable[list[dict]], row_group_rows: int) -> int:
@@ -216,8 +221,4 @@ class SplitWriter:
 
 
 def write_json(rows: list[dict], path: str) -> None:
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    tmp = p.with_name(f".{p.name}.{uuid.uuid4().hex}.tmp")
-    tmp.write_text(json.dumps(sorted(rows, key=lambda r: json.dumps(r, sort_keys=True)), indent=1))
-    os.replace(tmp, p)
+    write_text_atomic(path, json.dumps(sorted(rows, key=lambda r: json.dumps(r, sort_keys=True)), indent=1))

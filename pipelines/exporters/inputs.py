@@ -53,9 +53,15 @@ def _shards(folder: Path) -> list[Path]:
     return sorted(folder.glob("*.parquet")) + sorted(folder.glob("*.jsonl")) + sorted(folder.glob("*.json"))
 
 
+SUFFIXES = (".parquet", ".parq", ".jsonl", ".ndjson", ".json")
+
+
 def input_files(path: Path) -> list[Path]:
-    """The shard files an export of ``path`` reads (see the module docstring for the accepted layouts)."""
+    """The shard files an export of ``path`` reads (see the module docstring for the accepted layouts); a file of
+    another type is a ``ValueError`` here, before any output is written."""
     if path.is_file():
+        if path.suffix.lower() not in SUFFIXES:
+            raise ValueError(f"{path}: unsupported file type {path.suffix!r} (use .jsonl, .json or .parquet)")
         return [path]
     candidates: list[Path] = [path / "trajectories", path / "data"]
     current = path / "current"

@@ -13,7 +13,6 @@ steps after it — and noise-injected negatives (``lineage.negative``) are skipp
 from __future__ import annotations
 
 import json
-import os
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -31,7 +30,7 @@ from pipelines.exporters.registry import FORMATS
 from pipelines.exporters.writers import open_writer
 from schemas import BlobStore, Reject
 from schemas.blobstore import BlobCorrupt, BlobNotFound
-from schemas.fileio import ensure_writable_dir
+from schemas.fileio import ensure_writable_dir, write_text_atomic
 from schemas.recordio import write_parquet
 
 BATCH = 64
@@ -138,9 +137,7 @@ def run_export(
 def _write_sft_yaml(out: Path, data: Path) -> None:
     """GUI-Libra's data YAML, so ``train.py --data_path OUT/guilibra-sft.yaml --image_folder OUT`` runs as is."""
     doc = {"datasets": [{"json_path": str(data.resolve()), "images_folder": "", "sampling_strategy": "all"}]}
-    tmp = out / ".guilibra-sft.yaml.tmp"
-    tmp.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
-    os.replace(tmp, out / "guilibra-sft.yaml")
+    write_text_atomic(out / "guilibra-sft.yaml", yaml.safe_dump(doc, sort_keys=False))
 
 
 def read_rows(path: Path) -> list[dict[str, Any]]:

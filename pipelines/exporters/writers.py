@@ -9,14 +9,14 @@ the file loads unchanged in the older ``datasets`` versions EasyR1, verl and TRL
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+from schemas.fileio import StagedFile
 
 # Column types: a small vocabulary mapping to both an Arrow type and a `datasets` feature.
 STRING, INT, FLOAT, BOOL, IMAGE = "string", "int64", "float64", "bool", "image"
@@ -58,10 +58,7 @@ class _Atomic:
     suffix = ""
 
     def __init__(self, target: Path):
-        self.target = target
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, self.tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-        os.close(fd)
+        self.target, self.staged = target, StagedFile(target)
         self.rows = 0
 
     def __enter__(self) -> _Atomic:
@@ -72,10 +69,9 @@ class _Atomic:
         try:
             if exc_type is None:
                 self.close()
-                os.replace(self.tmp, self.target)
+                self.staged.commit()
         finally:
-            if os.path.exists(self.tmp):
-                os.unlink(self.tmp)
+            self.staged.abort()
 
     def write(self, rows: list[dict[str, Any]]) -> None:
         raise NotImplementedError
@@ -87,7 +83,7 @@ class _Atomic:
 class JsonLinesWriter(_Atomic):
     def __init__(self, target: Path):
         super().__init__(target)
-        self.f = open(self.tmp, "w", encoding="utf-8")  # noqa: SIM115 - closed in close()
+        self.f = open(self.staged.tmp, "w", encoding="utf-8")  # noqa: SIM115 - closed in close()
 
     def write(self, rows: list[dict[str, Any]]) -> None:
         for r in rows:
@@ -95,9 +91,7 @@ class JsonLinesWriter(_Atomic):
         self.rows += len(rows)
 
     def close(self) -> None:
-        self.f.flush()
-        os.fsync(self.f.fileno())
-        self.f.close()
+        self.f.close()  # the commit fsyncs
 
 
 class JsonArrayWriter(JsonLinesWriter):
@@ -121,7 +115,7 @@ class ParquetWriter(_Atomic):
     def __init__(self, target: Path, columns: dict[str, Type]):
         super().__init__(target)
         self.schema = schema_of(columns)
-        self.writer = pq.ParquetWriter(self.tmp, self.schema, compression="zstd")
+        self.writer = pq.ParquetWriter(self.staged.tmp, self.schema, compression="zstd")
 
     def write(self, rows: list[dict[str, Any]]) -> None:
         if rows:

@@ -9,12 +9,16 @@ goal cannot be verified and never runs.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
-from schemas import Goal
+from schemas import Goal, Observation
+
+if TYPE_CHECKING:  # the explorers are imported where they run (Selenium), not when this module loads
+    from explorers.screen import Screen
+    from pipelines.synthesis.verify.replay import StateIndex
 
 
-def goal_reached(goal: Goal | None, screen: Any, index: Any) -> tuple[bool, str]:
+def goal_reached(goal: Goal | None, screen: Screen | Observation, index: StateIndex) -> tuple[bool, str]:
     """(reached, why not) for a live ``screen`` (or a stored ``Observation``) against ``goal``."""
     from pipelines.synthesis.verify.goal import check_goal
 

@@ -17,19 +17,30 @@ from __future__ import annotations
 
 import random
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from schemas import Action, ActionType, BlobStore, Observation, Trajectory
+from schemas import Action, ActionType, BlobStore, Element, Observation, Trajectory
 from schemas.base import stable_id
 
+if TYPE_CHECKING:  # the explorers are imported where they run (Selenium), not when this module loads
+    from explorers.abstraction import Features
+    from explorers.device import Device
+    from explorers.profiles import Profile
+    from explorers.safety import SafetyGuard
+    from explorers.screen import Screen
+    from pipelines.synthesis.graph_input import AppGraph
+    from pipelines.synthesis.verify.replay import ReplayDevice, StateIndex
 
-def instruction_for(action: Action, elements: list[Any]) -> str:
+
+def instruction_for(action: Action, elements: list[Element]) -> str:
     """A low-level instruction for an action on a screen ("Tap the “Save” button"), from the element it targets
     (by id, else the one under its point); the action's own description when no element is known."""
     target = next((e for e in elements if action.target_element_id and e.id == action.target_element_id), None)
-    if target is None and action.point is not None:
-        hits = [e for e in elements if e.bbox is not None and e.visible and e.bbox.contains(action.x, action.y)]
+    point = action.point
+    if target is None and point is not None:
+        hits = [e for e in elements if e.bbox is not None and e.visible and e.bbox.contains(*point)]
         target = min(hits, key=lambda e: e.bbox.area) if hits else None
     label = (target.label if target is not None else "").strip()[:60]
     role = (target.role if target is not None else "") or "element"
@@ -45,7 +56,7 @@ def instruction_for(action: Action, elements: list[Any]) -> str:
 class Locator:
     """Live screen → graph state, and shortest distances to a goal state over the graph's effective edges."""
 
-    def __init__(self, graphs: list[Any], index: Any):
+    def __init__(self, graphs: list[AppGraph], index: StateIndex):
         self.index = index
         self.reps: list[tuple[str, list[str]]] = []
         self.out: dict[str, list[Any]] = {}
@@ -59,7 +70,7 @@ class Locator:
                 self.out.setdefault(state, []).extend(edges)
         self._dist: dict[str, dict[str, int]] = {}
 
-    def locate(self, features: Any) -> str | None:
+    def locate(self, features: Features) -> str | None:
         for state, obs_ids in self.reps:
             if self.index.matches(obs_ids[0], features):
                 return state
@@ -123,7 +134,7 @@ class RolloutResult:
 class Policy(Protocol):
     name: str
 
-    def act(self, ref: Trajectory, screen: Any, obs: Observation, history: list[str], rng: random.Random,
+    def act(self, ref: Trajectory, screen: Screen, obs: Observation, history: list[str], rng: random.Random,
             memo: dict[str, Any]) -> tuple[Action, str] | None: ...
 
 
@@ -132,14 +143,14 @@ class RulePolicy:
 
     name = "rule"
 
-    def __init__(self, index: Any, epsilon: float = 0.2, guard: Any = None):
+    def __init__(self, index: StateIndex, epsilon: float = 0.2, guard: SafetyGuard | None = None):
         from explorers.safety import SafetyGuard
 
         self.index = index
         self.epsilon = epsilon
         self.guard = guard or SafetyGuard()
 
-    def _on_path(self, ref: Trajectory, features: Any, pos: int) -> int | None:
+    def _on_path(self, ref: Trajectory, features: Features, pos: int) -> int | None:
         """The next reference step (from ``pos`` on) whose recorded screen this one is: steps that type into a
         field leave the state unchanged, so the search must move forward, not restart at the first match."""
         for i in range(pos, len(ref.steps)):
@@ -147,7 +158,7 @@ class RulePolicy:
                 return i
         return None
 
-    def act(self, ref: Trajectory, screen: Any, obs: Observation, history: list[str], rng: random.Random,
+    def act(self, ref: Trajectory, screen: Screen, obs: Observation, history: list[str], rng: random.Random,
             memo: dict[str, Any]) -> tuple[Action, str] | None:
         from explorers.candidates import candidates
         from pipelines.synthesis.verify.replay import screen_features
@@ -183,7 +194,7 @@ class ModelPolicy:
         self.renderer = Renderer(self.tok, ip, self.model.config.model_type, DataConfig(mix="direct"))
         self.max_new_tokens = max_new_tokens
 
-    def act(self, ref: Trajectory, screen: Any, obs: Observation, history: list[str], rng: random.Random,
+    def act(self, ref: Trajectory, screen: Screen, obs: Observation, history: list[str], rng: random.Random,
             memo: dict[str, Any]) -> tuple[Action, str] | None:
         from schemas import Sample
         from training.rewards import predicted_action
@@ -207,7 +218,7 @@ class ModelPolicy:
         return (action, action.describe()) if action is not None else None
 
 
-def observation_from_screen(screen: Any, blobs: BlobStore, app_id: str, profile: Any, tag: str) -> Observation:
+def observation_from_screen(screen: Screen, blobs: BlobStore, app_id: str, profile: Profile, tag: str) -> Observation:
     """A live capture as an ``Observation`` (screenshot stored by sha256), hashed the way the crawler hashes."""
     from explorers.abstraction import exact_hash, features
 
@@ -223,8 +234,9 @@ def observation_from_screen(screen: Any, blobs: BlobStore, app_id: str, profile:
 TERMINAL = {"done", "answer"}
 
 
-def run_rollout(device: Any, ref: Trajectory, start: int, policy: Policy, start_app: Any, index: Any,
-                locator: Locator, blobs: BlobStore, profile: Any, max_steps: int, seed: int) -> RolloutResult:
+def run_rollout(device: Device, ref: Trajectory, start: int, policy: Policy,
+                start_app: Callable[[ReplayDevice], None], index: StateIndex, locator: Locator, blobs: BlobStore,
+                profile: Profile, max_steps: int, seed: int) -> RolloutResult:
     """Start the app, replay ``ref`` up to step ``start``, let ``policy`` act, check the goal at the end."""
     from pipelines.flywheel.goal import goal_reached
     from pipelines.synthesis.verify.replay import screen_features

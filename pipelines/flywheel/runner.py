@@ -18,16 +18,17 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pipelines.flywheel.rollout import (
     TERMINAL,
     LiveStep,
     Locator,
     ModelPolicy,
+    Policy,
     RolloutResult,
     RulePolicy,
     instruction_for,
@@ -35,6 +36,11 @@ from pipelines.flywheel.rollout import (
 )
 from schemas import BlobStore, Lineage, Step, Trajectory, Verification
 from schemas.base import stable_id
+from schemas.fileio import write_text_atomic
+
+if TYPE_CHECKING:  # the explorers are imported when the flywheel runs (Selenium)
+    from explorers.config import AppConfig
+    from explorers.device import Device
 
 
 @dataclass
@@ -197,8 +203,8 @@ def recovery_trajectory(res: RolloutResult, ref: Trajectory, j: int, locator: Lo
     )
 
 
-def run_flywheel(tasks_path: Path, graph_dir: Path, endpoint_url: str, kind: str, apps: dict[str, Any], out: Path,
-                 cfg: FlywheelConfig, progress: Any = None) -> dict[str, Any]:
+def run_flywheel(tasks_path: Path, graph_dir: Path, endpoint_url: str, kind: str, apps: dict[str, AppConfig],
+                 out: Path, cfg: FlywheelConfig, progress: Callable[[int], object] | None = None) -> dict[str, Any]:
     """Rounds of rollouts over the eligible tasks; returns the summary (also written to ``out/summary.json``)."""
     from explorers.sessions import EndpointSpec, open_device
     from pipelines.synthesis.graph_input import find_blob_root, load_graphs
@@ -212,7 +218,7 @@ def run_flywheel(tasks_path: Path, graph_dir: Path, endpoint_url: str, kind: str
     if not tasks:
         summary.update({"rollouts": 0, "successes": 0, "yield": None,
                         "error": "no eligible task: the flywheel needs replay-verified tasks with a Task.goal"})
-        (out / "summary.json").write_text(json.dumps(summary, indent=1, default=str) + "\n")
+        write_text_atomic(out / "summary.json", json.dumps(summary, indent=1, default=str) + "\n")
         return summary
     graphs = list(load_graphs(graph_dir).graphs.values())
     index = StateIndex(graphs)
@@ -220,7 +226,7 @@ def run_flywheel(tasks_path: Path, graph_dir: Path, endpoint_url: str, kind: str
     blob_roots = {g.app_id: g.blob_root for g in graphs if g.blob_root is not None}
     root = find_blob_root(graph_dir)
     blobs = BlobStore(out / "blobs")
-    policy: Any = RulePolicy(index, cfg.epsilon) if cfg.policy == "rule" else ModelPolicy(str(cfg.model))
+    policy: Policy = RulePolicy(index, cfg.epsilon) if cfg.policy == "rule" else ModelPolicy(str(cfg.model))
     replayer = ExplorerReplayer(endpoint_url, kind, apps=apps)
     schedules = {t.id: TaskSchedule(t.id, len(t.steps), len(t.steps) - 1 if cfg.backward else 0) for t in tasks}
     by_id = {t.id: t for t in tasks}
@@ -228,7 +234,7 @@ def run_flywheel(tasks_path: Path, graph_dir: Path, endpoint_url: str, kind: str
     reasons: Counter[str] = Counter()
     n_rollouts = n_success = n_recovery = 0
     log = (out / "rollouts.jsonl").open("w", encoding="utf-8")
-    devices: dict[str, Any] = {}
+    devices: dict[str, Device] = {}
     try:
         for rnd in range(cfg.rounds):
             active = [s for s in schedules.values() if s.status == "active"]
@@ -287,10 +293,13 @@ def run_flywheel(tasks_path: Path, graph_dir: Path, endpoint_url: str, kind: str
     })
     if cfg.curate and written:
         from pipelines.curation.config import CurateConfig
+        from pipelines.curation.quiet import import_beam_quietly
+
+        import_beam_quietly()
         from pipelines.curation.pipeline import curate
 
         result = curate(CurateConfig(inputs=[out / "trajectories.parquet"], out=out / "dataset",
                                      blobs=str(out / "blobs"), rows_per_shard=500, allow_empty=True))
         summary["curated"] = {"version": str(result.version_dir), **result.manifest["totals"]}
-    (out / "summary.json").write_text(json.dumps(summary, indent=1, default=str) + "\n")
+    write_text_atomic(out / "summary.json", json.dumps(summary, indent=1, default=str) + "\n")
     return summary

@@ -46,7 +46,7 @@ TYPE, DUAL_POINT, BACK, HOME, ENTER, COMPLETE, IMPOSSIBLE = 3, 4, 5, 6, 7, 10, 1
 TAP_DISTANCE = 0.04
 
 
-def _yx(value: Any, where: str) -> tuple[float, float]:
+def _yx(value: object, where: str) -> tuple[float, float]:
     if not isinstance(value, list | tuple) or len(value) != 2:
         raise Bad(BAD_VALUE, f"{where}: expected a (y, x) pair, got {value!r}")
     return value[0], value[1]

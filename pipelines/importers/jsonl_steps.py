@@ -48,7 +48,7 @@ TEXT = ("text", "value", "type_text")
 KNOWN = {t.value for t in ActionType} | set(ACTION_ALIASES)
 
 
-def _pair(value: Any, where: str) -> tuple[Any, Any]:
+def _pair(value: object, where: str) -> tuple[object, object]:
     if not isinstance(value, list | tuple) or len(value) != 2:
         raise Bad(BAD_VALUE, f"{where}: expected [x, y], got {value!r}")
     return value[0], value[1]

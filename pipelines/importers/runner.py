@@ -15,7 +15,6 @@ the last complete import in place, never a mix. The same source record twice in 
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import time
@@ -39,11 +38,11 @@ from pipelines.importers.base import (
 )
 from pipelines.importers.registry import get_importer
 from schemas import BlobStore, Reject, Trajectory
+from schemas.base import validation_problems
 from schemas.errors import EmptyInput
-from schemas.fileio import OutputError, ensure_writable_dir
+from schemas.fileio import OutputError, ensure_writable_dir, fsync_dir, write_json_atomic
 from schemas.jsontext import MAX_DEPTH, printable_json, valid_text
 from schemas.recordio import write_parquet
-from schemas.records import _field_path
 
 MAX_PAYLOAD_STRING = 2048
 MAX_PAYLOAD = 64 * 1024
@@ -71,7 +70,7 @@ class ImportSummary:
                 "seconds": round(self.seconds, 3)}
 
 
-def _elide(value: Any, depth: int = 0) -> Any:
+def _elide(value: object, depth: int = 0) -> object:
     """Source record for a reject payload, with image-sized strings replaced by a marker (and nesting cut at
     ``MAX_DEPTH``, so a hostile row cannot overflow the stack while its own reject is written)."""
     if isinstance(value, str) and len(value) > MAX_PAYLOAD_STRING:
@@ -87,7 +86,7 @@ def _elide(value: Any, depth: int = 0) -> Any:
     return value
 
 
-def payload_of(data: Any) -> str:
+def payload_of(data: object) -> str:
     """The reject payload: the source record as JSON text that always stores (lone surrogates escaped)."""
     try:
         text = printable_json(_elide(data))
@@ -97,8 +96,7 @@ def payload_of(data: Any) -> str:
 
 
 def _pydantic_detail(exc: ValidationError, where: str) -> str:
-    parts = [f"{_field_path(tuple(e['loc']))}: {e['msg'].removeprefix('Value error, ')}" for e in exc.errors()]
-    return f"{where}: {exc.title} " + "; ".join(parts)
+    return f"{where}: {exc.title} " + "; ".join(validation_problems(exc))
 
 
 class ShardWriter:
@@ -132,6 +130,7 @@ def _publish(staging: Path, final: Path, prefix: str) -> list[str]:
     for new in sorted(staging.glob(f"{prefix}-*.parquet")):
         os.replace(new, final / new.name)
         names.append(str(final / new.name))
+    fsync_dir(final)  # the renames survive a power cut (the shards themselves were fsynced when written)
     return names
 
 
@@ -247,7 +246,5 @@ def run_import(
         shutil.rmtree(staging, ignore_errors=True)
     summary.seconds = time.monotonic() - started
     summary_path = out / f"{fmt}-summary.json"
-    tmp = summary_path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(summary.as_dict(), indent=2), encoding="utf-8")
-    os.replace(tmp, summary_path)
+    write_json_atomic(summary_path, summary.as_dict(), indent=2)
     return summary

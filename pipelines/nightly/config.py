@@ -27,7 +27,7 @@ from explorers.config import CrawlConfig, parse_config
 from pipelines.curation.config import CurateConfig
 from pipelines.synthesis.factory import DEFAULT_BASE_URL, DEFAULT_CONCURRENCY
 from pipelines.synthesis.prompts import DEFAULT_VERSION
-from schemas.base import ConfigModel
+from schemas.base import ConfigModel, validation_problems
 
 PLACEHOLDERS = ("${chromedriver}", "${demo_app}")
 CURATION_OWNED = ("inputs", "out", "blobs")  # set by the job, not the config
@@ -154,13 +154,6 @@ class NightlyConfigError(ValueError):
     """The nightly config is invalid; the message lists every problem by key."""
 
 
-def _loc(loc: tuple[Any, ...]) -> str:
-    out = ""
-    for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else ("." if out else "") + str(part)
-    return out or "<config>"
-
-
 def parse_nightly(data: Any, source: str = "<config>", base: Path | None = None) -> Loaded:
     """Validate a config mapping (also the crawl and curation sections, with placeholders standing in)."""
     if not isinstance(data, dict):
@@ -168,7 +161,7 @@ def parse_nightly(data: Any, source: str = "<config>", base: Path | None = None)
     try:
         cfg = NightlyConfig.model_validate(data)
     except ValidationError as exc:
-        lines = [f"{_loc(tuple(e['loc']))}: {e['msg'].removeprefix('Value error, ')}" for e in exc.errors()]
+        lines = validation_problems(exc, "<config>")
         raise NightlyConfigError(f"{source}: invalid nightly config\n  " + "\n  ".join(lines)) from None
     problems: list[str] = []
     for key in ("run_id", "output", "blob_root"):

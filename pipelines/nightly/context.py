@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console
 
@@ -12,6 +11,7 @@ from explorers.config import CrawlConfig
 from pipelines.nightly.config import Loaded
 from pipelines.nightly.ledger import Ledger, RunState
 from pipelines.nightly.reaper import Children
+from pipelines.nightly.records import CrawlParams, RunLedger
 from pipelines.nightly.runlog import RunLog
 from pipelines.nightly.servers import LocalServers
 
@@ -66,14 +66,15 @@ class RunContext:
             self._servers.stop()
 
     def crawl_config(self) -> CrawlConfig:
-        target = int(self.ledger.stage("crawl").get("params", {}).get("target_steps") or self.loaded.steps_per_run())
+        p = self.ledger.params(CrawlParams)
+        target = (p.target_steps if p is not None else 0) or self.loaded.steps_per_run()
         return self.loaded.crawl_config(self.run_id, target, self.servers())
 
-    def previous(self) -> dict[str, Any] | None:
+    def previous(self) -> RunLedger | None:
         """The ledger of the last finished run before this one."""
-        runs = [r for r in self.state.finished() if r["seq"] < self.ledger.seq]
+        runs = [r for r in self.state.finished() if r.seq < self.ledger.seq]
         return runs[-1] if runs else None
 
-    def history(self) -> list[dict[str, Any]]:
+    def history(self) -> list[RunLedger]:
         """Finished runs before this one, then this one: what the report's over-time plots draw."""
-        return [r for r in self.state.finished() if r["seq"] < self.ledger.seq] + [self.ledger.data]
+        return [r for r in self.state.finished() if r.seq < self.ledger.seq] + [self.ledger.data]

@@ -14,31 +14,55 @@ import json
 import os
 import socket
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
 
-from pipelines.processes import alive, process_start
+from schemas.processes import alive, process_start
+
+
+@dataclass(frozen=True)
+class LockOwner:
+    """Who holds the lock, as its file says: ``{"pid", "start", "host", "since", "run_id"}`` (older files may lack
+    the last ones). ``start`` is the kernel start time of ``pid``, so a reused pid does not look alive."""
+
+    pid: int
+    start: str | None = None
+    host: str | None = None
+    since: str = ""
+    run_id: str = ""
+
+    def to_json(self) -> dict[str, int | str | None]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: object) -> LockOwner | None:
+        """The owner a lock file names, or None for anything else (a file being written, garbage from a crash)."""
+        if not isinstance(data, dict) or not isinstance(data.get("pid"), int):
+            return None
+        start, host = data.get("start"), data.get("host")
+        return cls(data["pid"], str(start) if start is not None else None, str(host) if host is not None else None,
+                   str(data.get("since") or ""), str(data.get("run_id") or ""))
 
 
 class LockHeld(RuntimeError):
     """Another live run owns the workspace."""
 
-    def __init__(self, path: Path, owner: dict[str, Any]):
+    def __init__(self, path: Path, owner: LockOwner | None):
         self.owner = owner
-        super().__init__(f"another nightly run holds {path}: pid {owner.get('pid')} on {owner.get('host')}, "
-                         f"run {owner.get('run_id') or '?'}, since {owner.get('since')}")
+        o = owner or LockOwner(0)
+        super().__init__(f"another nightly run holds {path}: pid {o.pid or None} on {o.host}, "
+                         f"run {o.run_id or '?'}, since {o.since or None}")
 
 
 @dataclass
 class Lock:
     path: Path
-    took_over: dict[str, Any] | None = None  # the stale owner replaced, for the log
+    took_over: LockOwner | None = None  # the stale owner replaced, for the log
 
     def acquire(self, run_id: str = "") -> Lock:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        me = {"pid": os.getpid(), "start": process_start(os.getpid()), "host": socket.gethostname(),
-              "since": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "run_id": run_id}
+        me = LockOwner(os.getpid(), process_start(os.getpid()), socket.gethostname(),
+                       time.strftime("%Y-%m-%dT%H:%M:%S%z"), run_id)
         for _ in range(5):
             try:
                 fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
@@ -46,9 +70,10 @@ class Lock:
                 owner = self.owner()
                 if owner is None:  # being written this instant, or unreadable garbage from a crash
                     time.sleep(0.2)
-                    owner = self.owner() or {}
-                if owner.get("host") not in (None, me["host"]) or (owner and alive(int(owner["pid"]),
-                                                                                   owner.get("start"))):
+                    owner = self.owner()
+                if owner is None:  # still unreadable: never taken over, its writer may be slow on a loaded machine
+                    raise LockHeld(self.path, None) from None
+                if owner.host not in (None, me.host) or alive(owner.pid, owner.start):
                     raise LockHeld(self.path, owner) from None
                 stale = self.path.with_name(f"{self.path.name}.stale-{os.getpid()}")
                 try:
@@ -60,23 +85,23 @@ class Lock:
                     with contextlib.suppress(FileExistsError):
                         os.link(stale, self.path)
                     stale.unlink(missing_ok=True)
-                    raise LockHeld(self.path, moved or {}) from None
+                    raise LockHeld(self.path, moved) from None
                 stale.unlink(missing_ok=True)
                 self.took_over = owner
                 continue
             with os.fdopen(fd, "w") as f:
-                json.dump(me, f)
+                json.dump(me.to_json(), f)
                 f.flush()
                 os.fsync(f.fileno())
             return self
-        raise LockHeld(self.path, self.owner() or {})
+        raise LockHeld(self.path, self.owner())
 
-    def owner(self) -> dict[str, Any] | None:
+    def owner(self) -> LockOwner | None:
         return _read(self.path)
 
     def release(self) -> None:
         owner = self.owner()
-        if owner and owner.get("pid") == os.getpid():
+        if owner and owner.pid == os.getpid():
             with contextlib.suppress(FileNotFoundError):
                 self.path.unlink()
 
@@ -87,9 +112,9 @@ class Lock:
         self.release()
 
 
-def _read(path: Path) -> dict[str, Any] | None:
+def _read(path: Path) -> LockOwner | None:
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
-    return data if isinstance(data, dict) and "pid" in data else None
+    return LockOwner.from_json(data)

@@ -11,9 +11,11 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
 
 
-def _save(fig: Any, path: Path) -> Path:
+def _save(fig: Figure, path: Path) -> Path:
     fig.tight_layout()
     fig.savefig(path, dpi=90)
     plt.close(fig)
@@ -46,7 +48,7 @@ def rejects(report: dict[str, Any], path: Path, top: int = 15) -> Path | None:
     return _save(fig, path)
 
 
-def _run_ticks(ax: Any, seqs: list[int]) -> None:
+def _run_ticks(ax: Axes, seqs: list[int]) -> None:
     """Runs are whole numbers: tick exactly the runs plotted (matplotlib would invent 0.96 … 1.04 for one run)."""
     runs = sorted(set(seqs))
     ax.set_xticks(runs)

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from pipelines.nightly.atomic import read_json, write_json
-from pipelines.processes import alive, process_start
+from schemas.processes import alive, process_start
 
 
 class Children:

@@ -12,35 +12,43 @@ import json
 from pathlib import Path
 from typing import Any
 
+from pipelines.nightly.records import (
+    CrawlResult,
+    CurateResult,
+    DriftResult,
+    PublishResult,
+    RetainResult,
+    RunLedger,
+    SynthesizeResult,
+)
 
-def _stage(led: dict[str, Any], name: str) -> dict[str, Any]:
-    return (led.get("stages", {}).get(name, {}) or {}).get("result") or {}
 
-
-def coverage_history(history: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+def coverage_history(history: list[RunLedger]) -> dict[str, list[dict[str, Any]]]:
     out: dict[str, list[dict[str, Any]]] = {}
     for led in history:
-        for app, a in _stage(led, "crawl").get("apps", {}).items():
-            out.setdefault(app, []).append({"run_id": led["run_id"], "seq": led["seq"], "states": a["states"],
-                                            "transitions": a["transitions"], "version": a["version"]})
+        crawl = led.result(CrawlResult)
+        for app, a in (crawl.apps if crawl is not None else {}).items():
+            out.setdefault(app, []).append({"run_id": led.run_id, "seq": led.seq, "states": a.states,
+                                            "transitions": a.transitions, "version": a.version})
     return out
 
 
-def build_report(ledger: dict[str, Any], history: list[dict[str, Any]], output: Path,
-                 status: str = "ok") -> dict[str, Any]:
-    crawl, synth, curate = _stage(ledger, "crawl"), _stage(ledger, "synthesize"), _stage(ledger, "curate")
-    drift, publish, retain = _stage(ledger, "drift"), _stage(ledger, "publish"), _stage(ledger, "retain")
+def build_report(ledger: RunLedger, history: list[RunLedger], output: Path, status: str = "ok") -> dict[str, Any]:
+    """``report.json``: this run's numbers and the history, from the ledgers (a stage not done shows as null)."""
+    crawl, synth, curate = ledger.result(CrawlResult), ledger.result(SynthesizeResult), ledger.result(CurateResult)
+    drift, publish, retain = ledger.result(DriftResult), ledger.result(PublishResult), ledger.result(RetainResult)
     manifest = None
-    version = curate.get("version")
+    version = curate.version if curate is not None else None
     if version and (output / version / "manifest.json").exists():
         manifest = json.loads((output / version / "manifest.json").read_text())
     totals = (manifest or {}).get("totals", {})
-    apps = crawl.get("apps", {})
+    apps = crawl.apps if crawl is not None else {}
     funnel = {
-        "screens": sum(a["states"] for a in apps.values()) if apps else None,
-        "new_screens": sum(a["new_states"] for a in apps.values()) if apps else None,
-        "transitions": sum(a["transitions"] for a in apps.values()) if apps else None,
-        "plans": synth.get("plans"), "tasks": synth.get("tasks"), "new_tasks": synth.get("new_tasks"),
+        "screens": sum(a.states for a in apps.values()) if apps else None,
+        "new_screens": sum(a.new_states for a in apps.values()) if apps else None,
+        "transitions": sum(a.transitions for a in apps.values()) if apps else None,
+        "plans": synth.plans if synth else None, "tasks": synth.tasks if synth else None,
+        "new_tasks": synth.new_tasks if synth else None,
         "trajectories_kept": totals.get("trajectories_kept"), "samples_in": totals.get("samples_in"),
         "samples_kept": totals.get("samples_kept"),
     }
@@ -48,50 +56,60 @@ def build_report(ledger: dict[str, Any], history: list[dict[str, Any]], output: 
     for s in (manifest or {}).get("stages", []):
         for reason, n in s["reasons"].items():
             curation_rejects[f"{s['stage']}:{reason}"] = n
-    rejects = {"synthesis": synth.get("rejects_by_reason", {}), "curation": curation_rejects}
+    rejects = {"synthesis": dict(synth.rejects_by_reason) if synth else {}, "curation": curation_rejects}
     checks = []
     if manifest is not None:
         checks = [
-            {"check": "synthesized tasks == records into curation", "report": synth.get("tasks"),
+            {"check": "synthesized tasks == records into curation", "report": synth.tasks if synth else None,
              "manifest": totals.get("records_in")},
             {"check": "curation rejects by reason == manifest rejected totals",
              "report": sum(curation_rejects.values()),
              "manifest": totals.get("records_rejected", 0) + totals.get("samples_rejected", 0)},
             {"check": "kept samples == rows in the shards", "report": funnel["samples_kept"],
              "manifest": sum(s["rows"] for s in manifest["shards"])},
-            {"check": "fingerprint recorded by the run == manifest", "report": curate.get("fingerprint"),
+            {"check": "fingerprint recorded by the run == manifest", "report": curate.fingerprint if curate else None,
              "manifest": manifest.get("content_fingerprint")},
         ]
         for c in checks:
             c["ok"] = c["report"] == c["manifest"]
     warnings = []
-    if drift.get("flagged"):
-        warnings.append(f"drift: {len(drift['flagged'])} of {drift['checked']} trajectories of "
-                        f"{drift.get('version')} no longer execute")
-    if crawl.get("failures"):
-        warnings.append(f"crawl: {len(crawl['failures'])} job(s) failed: {crawl['failures']}")
+    if drift is not None and drift.flagged:
+        warnings.append(f"drift: {len(drift.flagged)} of {drift.checked} trajectories of "
+                        f"{drift.version} no longer execute")
+    failures = [list(f) for f in crawl.failures] if crawl is not None else []
+    if failures:
+        warnings.append(f"crawl: {len(failures)} job(s) failed: {failures}")
     warnings += [f"reconciliation failed: {c['check']} ({c['report']} vs {c['manifest']})"
                  for c in checks if not c["ok"]]
-    new_versions = {app: a["version"] for app, a in apps.items() if a.get("new_version")}
-    stages = {name: {"status": s.get("status"), "seconds": s.get("seconds"), "attempts": s.get("attempts"),
-                     "error": s.get("error")} for name, s in ledger.get("stages", {}).items()}
+    new_versions = {app: a.version for app, a in apps.items() if a.new_version}
+    stages = {name: {"status": s.status, "seconds": s.seconds, "attempts": s.attempts, "error": s.error}
+              for name, s in ledger.stages.items()}
+    drift_json = drift.to_json() if drift is not None else {}
     return {
-        "run_id": ledger["run_id"], "seq": ledger["seq"], "status": status, "started": ledger.get("started"),
-        "resumes": len(ledger.get("resumes", [])), "version": publish.get("version") or version,
-        "previous_version": publish.get("previous"), "fingerprint": curate.get("fingerprint"),
+        "run_id": ledger.run_id, "seq": ledger.seq, "status": status, "started": ledger.started,
+        "resumes": len(ledger.resumes), "version": (publish.version if publish else None) or version,
+        "previous_version": publish.previous if publish else None,
+        "fingerprint": curate.fingerprint if curate else None,
         "funnel": funnel, "rejects": rejects,
         "rejects_total": sum(rejects["synthesis"].values()) + sum(curation_rejects.values()),
         "reconciliation": checks, "coverage": coverage_history(history), "new_app_versions": new_versions,
-        "executability": {"synthesis": {app: a.get("executability") for app, a in synth.get("apps", {}).items()},
-                          "replayed_tonight": synth.get("replayed"), "replay_reused": synth.get("replay_reused"),
-                          "drift": {k: drift.get(k) for k in ("version", "checked", "executable", "executability",
-                                                              "reasons", "skipped")},
-                          "drift_flagged": drift.get("flagged", [])},
-        "cost": synth.get("usage", {}), "stages": stages,
-        "devices": {"jobs": crawl.get("jobs", []), "failures": crawl.get("failures", []),
-                    "requeued": crawl.get("requeued", []), "worker_restarts": crawl.get("worker_restarts", {})},
-        "retention": retain, "warnings": warnings,
-        "history": [{"run_id": h["run_id"], "seq": h["seq"], "version": _stage(h, "publish").get("version"),
-                     "samples_kept": (_stage(h, "curate").get("totals") or {}).get("samples_kept"),
-                     "executability_drift": _stage(h, "drift").get("executability")} for h in history],
+        "executability": {"synthesis": {app: a.executability for app, a in (synth.apps if synth else {}).items()},
+                          "replayed_tonight": synth.replayed if synth else None,
+                          "replay_reused": synth.replay_reused if synth else None,
+                          "drift": {k: drift_json.get(k) for k in ("version", "checked", "executable",
+                                                                   "executability", "reasons", "skipped")},
+                          "drift_flagged": drift_json.get("flagged", [])},
+        "cost": dict(synth.usage) if synth else {}, "stages": stages,
+        "devices": {"jobs": [j.to_json() for j in crawl.jobs] if crawl else [], "failures": failures,
+                    "requeued": list(crawl.requeued) if crawl else [],
+                    "worker_restarts": dict(crawl.worker_restarts) if crawl else {}},
+        "retention": retain.to_json() if retain is not None else {}, "warnings": warnings,
+        "history": [_history_point(h) for h in history],
     }
+
+
+def _history_point(h: RunLedger) -> dict[str, Any]:
+    publish, curate, drift = h.result(PublishResult), h.result(CurateResult), h.result(DriftResult)
+    return {"run_id": h.run_id, "seq": h.seq, "version": publish.version if publish else None,
+            "samples_kept": curate.totals.get("samples_kept") if curate else None,
+            "executability_drift": drift.executability if drift else None}

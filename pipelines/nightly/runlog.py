@@ -31,7 +31,9 @@ class RunLog:
         os.fsync(self._f.fileno())
         if message:
             style = {"warning": "yellow", "error": "bold red"}.get(level, "")
-            self.console.print(f"[{style}]{message}[/]" if style else message, highlight=False)
+            # The message is data (ids, paths, error text): never markup. The level's colour is a style on the
+            # whole line, so a PlainConsole shows the words only, not "[yellow]…[/]".
+            self.console.print(message, style=style or None, markup=False, highlight=False)
 
     def close(self) -> None:
         self._f.close()

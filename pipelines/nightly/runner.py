@@ -2,7 +2,7 @@
 
 Crash safety is layered: each stage's output is atomic or content-addressed, the ledger marks a stage done only
 after its output is complete, and a rerun starts at the first stage not done. ``TRAJFORGE_KILL_AT=nightly:<stage>``
-(``pipelines.faults``) lets the tests kill the run at the worst moment of each stage.
+(``schemas.faults``) lets the tests kill the run at the worst moment of each stage.
 """
 
 from __future__ import annotations
@@ -15,17 +15,18 @@ from typing import Any
 
 from rich.console import Console
 
-from pipelines import faults
 from pipelines.nightly.config import Loaded
 from pipelines.nightly.context import RunContext, StageFailed
 from pipelines.nightly.exitcodes import Exit
-from pipelines.nightly.ledger import STAGES, RunState
+from pipelines.nightly.ledger import STAGES, Ledger, RunState
 from pipelines.nightly.lock import Lock, LockHeld
 from pipelines.nightly.reaper import Children
+from pipelines.nightly.records import CrawlParams, PublishResult, ReportResult, RunLedger, StageResult
 from pipelines.nightly.runlog import RunLog
 from pipelines.nightly.stages import MODULES
 from pipelines.nightly.stages.publish import current_version
-from pipelines.processes import alive
+from schemas import faults
+from schemas.processes import alive
 
 
 @dataclass
@@ -36,10 +37,10 @@ class Outcome:
     version: str | None = None
     report: str | None = None
     warnings: list[str] = field(default_factory=list)
-    ledger: dict[str, Any] | None = None
+    ledger: RunLedger | None = None
 
 
-def _on_sigterm(signum: int, frame: Any) -> None:
+def _on_sigterm(signum: int, frame: object) -> None:
     raise SystemExit(128 + signum)  # unwinds through finally: servers stopped, lock released, stage marked failed
 
 
@@ -68,19 +69,19 @@ def run_nightly(loaded: Loaded, console: Console | None = None, progress: bool =
         lock.release()
 
 
-def _run_stages(loaded: Loaded, state: RunState, ledger: Any, resumed: bool, log: RunLog, children: Children,
+def _run_stages(loaded: Loaded, state: RunState, ledger: Ledger, resumed: bool, log: RunLog, children: Children,
                 console: Console, progress: bool, lock: Lock, reaped: list[str]) -> Outcome:
     nxt = ledger.next_stage()
     log.event("run.resume" if resumed else "run.start", config=loaded.source, workspace=str(loaded.workspace),
               message=f"nightly {loaded.config.name}: {'resuming' if resumed else 'starting'} run {ledger.run_id}"
                       + (f" at stage {nxt}" if resumed else ""))
     if lock.took_over:
-        log.event("lock.stale_taken_over", level="warning", owner=lock.took_over,
-                  message=f"took over a stale lock of dead pid {lock.took_over.get('pid')}")
+        log.event("lock.stale_taken_over", level="warning", owner=lock.took_over.to_json(),
+                  message=f"took over a stale lock of dead pid {lock.took_over.pid}")
     if reaped:
         log.event("reaped_orphans", level="warning", processes=reaped,
                   message=f"ended processes left by a killed run: {', '.join(reaped)}")
-    if resumed and ledger.data.get("config") != loaded.config.fingerprint():
+    if resumed and ledger.data.config != loaded.config.fingerprint():
         log.event("config.changed", level="warning",
                   message="the config changed since this run started; the remaining stages use the new one")
     ctx = RunContext(loaded, ledger, state, log, children, console, progress)
@@ -91,12 +92,13 @@ def _run_stages(loaded: Loaded, state: RunState, ledger: Any, resumed: bool, log
                 log.event("stage.skip", stage=stage, reason="done in an earlier attempt")
                 continue
             module = MODULES[stage]
-            params = ledger.start(stage, module.params(ctx))
-            log.event("stage.start", stage=stage, attempt=ledger.stage(stage)["attempts"],
-                      message=f"[bold]{stage}[/] (attempt {ledger.stage(stage)['attempts']})")
+            raw = ledger.start(stage, module.params(ctx))
+            params = module.PARAMS.model_validate(raw) if module.PARAMS is not None and raw is not None else None
+            attempt = ledger.stage(stage).attempts
+            log.event("stage.start", stage=stage, attempt=attempt, message=f"{stage} (attempt {attempt})")
             t0 = time.monotonic()
             try:
-                result = module.run(ctx, params)
+                result: StageResult = module.run(ctx, params)
             except BaseException as exc:
                 ledger.fail(stage, f"{type(exc).__name__}: {exc}", time.monotonic() - t0)
                 raise
@@ -111,16 +113,18 @@ def _run_stages(loaded: Loaded, state: RunState, ledger: Any, resumed: bool, log
         return _failed(ctx, Exit.INTERNAL_ERROR, f"stage {stage}: unexpected {type(exc).__name__}: {exc}")
     finally:
         ctx.stop_servers()
-    report = ledger.result("report")
-    warnings = report.get("warnings", [])
+    report = ledger.result(ReportResult)
+    assert report is not None  # the loop above ended with the report stage done
+    warnings = report.warnings
     state.close(ledger, "warnings" if warnings else "ok")
-    version = ledger.result("publish").get("version")
+    published = ledger.result(PublishResult)
+    version = published.version if published is not None else None
     code = Exit.PUBLISHED_WARNINGS if warnings else Exit.OK
     log.event("run.done", exit=int(code), version=version, warnings=warnings,
               message=f"run {ledger.run_id}: published {version}" + (f" with {len(warnings)} warning(s)"
                                                                     if warnings else ""))
     return Outcome(code, f"published {version}", ledger.run_id, version,
-                   str(loaded.workspace / report["html"]), warnings, ledger.data)
+                   str(loaded.workspace / report.html), warnings, ledger.data)
 
 
 def _failed(ctx: RunContext, code: Exit, message: str) -> Outcome:
@@ -136,9 +140,9 @@ def _failed(ctx: RunContext, code: Exit, message: str) -> Outcome:
     return Outcome(code, message, ctx.run_id, None, report, [], ctx.ledger.data)
 
 
-def _brief(result: dict[str, Any]) -> dict[str, Any]:
+def _brief(result: StageResult) -> dict[str, Any]:
     """Scalars of a stage result, for the log line (the full result is in the ledger)."""
-    return {k: v for k, v in result.items() if isinstance(v, int | float | str | bool) or v is None}
+    return {k: v for k, v in result.to_json().items() if isinstance(v, int | float | str | bool) or v is None}
 
 
 def status(loaded: Loaded) -> dict[str, Any]:
@@ -149,11 +153,11 @@ def status(loaded: Loaded) -> dict[str, Any]:
     active = state.active()
     return {
         "workspace": str(ws), "output": str(loaded.output), "current_version": current_version(loaded.output),
-        "lock": ({**owner, "alive": alive(int(owner["pid"]), owner.get("start"))} if owner else None),
+        "lock": ({**owner.to_json(), "alive": alive(owner.pid, owner.start)} if owner else None),
         "unfinished_run": ({"run_id": active.run_id, "next_stage": active.next_stage(),
                             "done": [s for s in STAGES if active.done(s)]} if active else None),
-        "recent_runs": [{"run_id": r["run_id"], "outcome": r.get("outcome"), "finished": r.get("finished"),
-                         "version": ((r["stages"].get("publish") or {}).get("result") or {}).get("version")}
+        "recent_runs": [{"run_id": r.run_id, "outcome": r.outcome, "finished": r.finished,
+                         "version": published.version if (published := r.result(PublishResult)) else None}
                         for r in state.finished()[-10:]],
     }
 
@@ -164,15 +168,16 @@ def plan(loaded: Loaded) -> dict[str, Any]:
     state = RunState(loaded.workspace / "state")
     active = state.active()
     prev = state.finished()[-1] if state.finished() else None
+    target: int | None = None
     if active is not None:
         stages = [s for s in STAGES if not active.done(s)]
-        target = (active.stage("crawl").get("params") or {}).get("target_steps")
+        fixed = active.params(CrawlParams)
+        target = fixed.target_steps if fixed is not None else None
     else:
         stages = list(STAGES)
-        target = None
     if target is None:
-        prev_target = ((prev or {}).get("stages", {}).get("crawl", {}).get("params") or {}).get("target_steps", 0)
-        target = int(prev_target) + loaded.steps_per_run()
+        last = prev.params(CrawlParams) if prev is not None else None
+        target = (last.target_steps if last is not None else 0) + loaded.steps_per_run()
     return {**st, "action": "resume" if active else "new run", "stages": stages, "crawl_target_steps": target,
             "apps": [a.get("id") for a in loaded.config.crawl.get("apps", [])],
             "locked": bool(st["lock"] and st["lock"]["alive"])}

@@ -47,6 +47,7 @@ class CacheIdentity:
     backend: str
     model: str
     prompt_version: str
+    revision: str = ""
 
     @property
     def model_id(self) -> str:
@@ -54,10 +55,10 @@ class CacheIdentity:
 
     @classmethod
     def of(cls, backend: Backend) -> CacheIdentity:
-        return cls(backend.name, backend.model, backend.prompt_version)
+        return cls(backend.name, backend.model, backend.prompt_version, backend.revision)
 
     def key(self, call: Call) -> str:
-        return cache_key(self.backend, self.model, self.prompt_version, call)
+        return cache_key(self.backend, self.model, self.prompt_version, call, self.revision)
 
 
 class BlobSource:

@@ -18,8 +18,10 @@ from pipelines.synthesis.calls import Call
 from schemas.fileio import write_json_atomic
 
 
-def cache_key(backend: str, model: str, prompt_version: str, call: Call) -> str:
-    body = "\x1f".join((backend, model, prompt_version, call.digest()))
+def cache_key(backend: str, model: str, prompt_version: str, call: Call, revision: str = "") -> str:
+    """``revision`` is the backend's own code digest where that decides the text (``Backend.revision``)."""
+    parts = (backend, model, prompt_version, call.digest()) + ((revision,) if revision else ())
+    body = "\x1f".join(parts)
     return hashlib.sha256(body.encode("utf-8")).hexdigest()
 
 

@@ -46,7 +46,8 @@ class CallExecutor:
         self._memo: dict[str, Result] = {}
 
     def key(self, call: Call) -> str:
-        return cache_key(self.backend.name, self.backend.model, self.backend.prompt_version, call)
+        return cache_key(self.backend.name, self.backend.model, self.backend.prompt_version, call,
+                         self.backend.revision)
 
     def _from_cache(self, key: str, call: Call) -> Completion | None:
         hit = self.cache.get(key) if self.cache is not None else None

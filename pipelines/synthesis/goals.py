@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from pipelines.synthesis.graph_input import AppGraph
@@ -281,18 +281,22 @@ class Planner:
             unique.append(p)
         return unique
 
+    def _step_targets(self, plan: GoalPlan) -> Iterator[tuple[int, PlanStep, Observation, Element]]:
+        """(index, step, its screen, the control it acts on) for every recorded step whose control is on its
+        screen: what the ambiguity and detour checks look at."""
+        for i, s in enumerate(plan.steps):
+            if not (s.edge_id and s.action.target_element_id):
+                continue
+            obs = self.graph.observation(s.observation_id)
+            el = obs.element(s.action.target_element_id)
+            if el is not None:
+                yield i, s, obs, el
+
     def ambiguous(self, plan: GoalPlan) -> str:
         """Why a step's control cannot be told apart from its look-alikes, or "": several visible controls on
         the screen read the same (every bill row's "edit" link), and nothing in the task or the instruction
         says which one — an agent could not know, and a replay on a fresh list may press another row's."""
-        g = self.graph
-        for i, s in enumerate(plan.steps):
-            if not (s.edge_id and s.action.target_element_id):
-                continue
-            obs = g.observation(s.observation_id)
-            el = obs.element(s.action.target_element_id)
-            if el is None:
-                continue
+        for i, _s, obs, el in self._step_targets(plan):
             key = element_key(el)
             twins = sum(1 for e in obs.elements if e.visible and element_key(e) == key)
             if twins > 1:
@@ -309,12 +313,7 @@ class Planner:
         wandering. It is refused (a reject with this reason) instead.
         """
         g = self.graph
-        acting = [(i, s) for i, s in enumerate(plan.steps) if s.edge_id and s.action.target_element_id]
-        keys: list[tuple[int, ElementKey, str]] = []
-        for i, s in acting:
-            el = g.observation(s.observation_id).element(s.action.target_element_id or "")
-            if el is not None:
-                keys.append((i, element_key(el), el.label))
+        keys = [(i, element_key(el), el.label) for i, _s, _obs, el in self._step_targets(plan)]
         for a, (i, own, label_i) in enumerate(keys):
             if plan.steps[i].role != StepRole.NAVIGATE:
                 continue
@@ -343,67 +342,85 @@ class Planner:
         plans: list[GoalPlan] = []
         for state in nav.order[1:]:
             last, a = nav.pred[state]
-            if ActionType(last.action.type) in UNNAVIGABLE:
-                continue
-            # The capture this very tap reached, when clean: a state can merge screens that differ in content
-            # (a wiki's tiddler views share one structure), and the goal must be the one the route shows.
-            reached = g.observations.get(last.to_observation_id or "")
-            goal_obs = reached if reached is not None and nav.pollution.clean(reached) else nav.clean_capture(state)
-            if goal_obs is None:
-                continue
-            hops = nav.path_to(state) or []
-            from_obs = g.observation(a.observation_id)
-            target = from_obs.element(a.action.target_element_id) if a.action.target_element_id else None
-            named = self._name(from_obs, goal_obs, target)
-            if named is None:
-                continue
-            name, shape = named
-            if SKIP_SCREENS.search(name):
-                continue
-            item, noun = _item_of(nav, hops)
-            is_item = target is not None and item and clip(target.label) == item
-            overlay = shape == "overlay"
-            if overlay and item and ("overlay", f"{name}\x1f", True) in families:
-                continue  # the menu opened over an item's page is the same menu as over the list
-            if shape == "tab":
-                fam = ("tab", name, bool(item))
-            else:
-                fam = self._family(goal_obs, f"{name}\x1f{item}" if overlay else "")
-                if not overlay and fam[1] != name:
-                    fam = (fam[0], name, fam[2])
-            if fam in families or (overlay and self._family(goal_obs, f"{name}\x1f") in families):
-                continue  # a farther state of a goal already planned (BFS order: the nearest comes first)
-            families.add(fam)
-            facts = GoalFacts(target=item if is_item else name, noun=noun, item="" if is_item else item,
-                              dialog=bool(overlay), tab=shape == "tab",
-                              is_form=bool(CREATE_WORDS.search(name) or EDIT_WORDS.search(name))
-                              and any(e.editable and e.visible for e in goal_obs.elements))
-            kind = GoalKind.ITEM if is_item else GoalKind.SCREEN
-            nav_steps = _nav_steps(nav, hops, goal_obs)
-            goal = Goal(kind=kind, state=state, observation_id=goal_obs.id, location=location_path(goal_obs),
-                        must_show=[item] if is_item else [], summary=f"{kind.value}: {facts.target}")
-            plans.append(GoalPlan(g.app_id, goal, facts, [*nav_steps, _terminal(goal_obs)]))
-            if is_item and target is not None:
-                clean = nav.pollution.clean(goal_obs)
-                anchor, rivals = _item_heading(from_obs, goal_obs, item)
-                answer = _answer_text(goal_obs, clean, self.chrome, anchor, rivals)
-                # Where the item's own row on the list already shows its text, the question is answered from
-                # the list: opening the item first would be a detour. Only the row's text counts, never a
-                # neighbour's or the page header's.
-                row_text = _answer_text(from_obs, clean, self.chrome, target, siblings(from_obs, target))
-                on_list = bool(answer) and bool(row_text) and " ".join(answer.split()).lower() in \
-                    " ".join(row_text.split()).lower()
-                if answer:
-                    where = from_obs if on_list else goal_obs
-                    steps = nav_steps[:-1] if on_list else nav_steps
-                    if on_list and steps:
-                        steps = [*steps[:-1], _with_next(steps[-1], where.id)]
-                    afacts = GoalFacts(target=item, noun=noun, answer=answer, answer_on_list=on_list)
-                    agoal = Goal(kind=GoalKind.ANSWER, state=last.from_state if on_list else state,
-                                 observation_id=where.id, location=location_path(where), must_show=[answer],
-                                 answer=answer, summary=f"answer: {item}")
-                    plans.append(GoalPlan(g.app_id, agoal, afacts, [*steps, _terminal(where, answer)]))
+            self._screen_plan(state, last, a, nav.path_to(state) or [], families, plans)
+            # A state can merge pages that differ only in content (a wiki's tiddlers, an app's item pages): the
+            # other items tapped from the same screen into it are goals of their own, on the same route but for
+            # the last tap. The BFS keeps one edge per state (the first the crawler made), which alone would plan
+            # one item of the merged state.
+            for other in self.graph.out.get(last.from_state, []):
+                if other.to_state != state or other.id == last.id or not nav.is_navigation(other):
+                    continue
+                if target_label(g, other) == target_label(g, last):
+                    continue
+                oa = nav.anchored(other)
+                if oa is not None:
+                    hops = (nav.path_to(last.from_state) or []) + [(other, oa)]
+                    self._screen_plan(state, other, oa, hops, families, plans)
         return plans
+
+    def _screen_plan(self, state: str, last: Transition, a: Anchored, hops: list[tuple[Transition, Anchored]],
+                     families: set[tuple[str, str, bool]], plans: list[GoalPlan]) -> None:
+        """The screen (or item) goal reached by ``hops`` — whose last hop is ``last`` — and its answer goal."""
+        g, nav = self.graph, self.nav
+        if ActionType(last.action.type) in UNNAVIGABLE:
+            return
+        # The capture this very tap reached, when clean: a state can merge screens that differ in content
+        # (a wiki's tiddler views share one structure), and the goal must be the one the route shows.
+        reached = g.observations.get(last.to_observation_id or "")
+        goal_obs = reached if reached is not None and nav.pollution.clean(reached) else nav.clean_capture(state)
+        if goal_obs is None:
+            return
+        from_obs = g.observation(a.observation_id)
+        target = from_obs.element(a.action.target_element_id) if a.action.target_element_id else None
+        named = self._name(from_obs, goal_obs, target)
+        if named is None:
+            return
+        name, shape = named
+        if SKIP_SCREENS.search(name):
+            return
+        item, noun = _item_of(nav, hops)
+        is_item = target is not None and item and clip(target.label) == item
+        overlay = shape == "overlay"
+        if overlay and item and ("overlay", f"{name}\x1f", True) in families:
+            return  # the menu opened over an item's page is the same menu as over the list
+        if shape == "tab":
+            fam = ("tab", name, bool(item))
+        else:
+            fam = self._family(goal_obs, f"{name}\x1f{item}" if overlay else "")
+            if not overlay and fam[1] != name:
+                fam = (fam[0], name, fam[2])
+        if fam in families or (overlay and self._family(goal_obs, f"{name}\x1f") in families):
+            return  # a farther state of a goal already planned (BFS order: the nearest comes first)
+        families.add(fam)
+        facts = GoalFacts(target=item if is_item else name, noun=noun, item="" if is_item else item,
+                          dialog=bool(overlay), tab=shape == "tab",
+                          is_form=bool(CREATE_WORDS.search(name) or EDIT_WORDS.search(name))
+                          and any(e.editable and e.visible for e in goal_obs.elements))
+        kind = GoalKind.ITEM if is_item else GoalKind.SCREEN
+        nav_steps = _nav_steps(nav, hops, goal_obs)
+        goal = Goal(kind=kind, state=state, observation_id=goal_obs.id, location=location_path(goal_obs),
+                    must_show=[item] if is_item else [], summary=f"{kind.value}: {facts.target}")
+        plans.append(GoalPlan(g.app_id, goal, facts, [*nav_steps, _terminal(goal_obs)]))
+        if is_item and target is not None:
+            clean = nav.pollution.clean(goal_obs)
+            anchor, rivals = _item_heading(from_obs, goal_obs, item)
+            answer = _answer_text(goal_obs, clean, self.chrome, anchor, rivals)
+            # Where the item's own row on the list already shows its text, the question is answered from
+            # the list: opening the item first would be a detour. Only the row's text counts, never a
+            # neighbour's or the page header's.
+            row_text = _answer_text(from_obs, clean, self.chrome, target, siblings(from_obs, target))
+            on_list = bool(answer) and bool(row_text) and " ".join(answer.split()).lower() in \
+                " ".join(row_text.split()).lower()
+            if answer:
+                where = from_obs if on_list else goal_obs
+                steps = nav_steps[:-1] if on_list else nav_steps
+                if on_list and steps:
+                    steps = [*steps[:-1], _with_next(steps[-1], where.id)]
+                afacts = GoalFacts(target=item, noun=noun, answer=answer, answer_on_list=on_list)
+                agoal = Goal(kind=GoalKind.ANSWER, state=last.from_state if on_list else state,
+                             observation_id=where.id, location=location_path(where), must_show=[answer],
+                             answer=answer, summary=f"answer: {item}")
+                plans.append(GoalPlan(g.app_id, agoal, afacts, [*steps, _terminal(where, answer)]))
 
     def _name(self, before: Observation, after: Observation, target: Element | None) -> tuple[str, str] | None:
         """What a person calls the screen a tap opened, and its shape (page | tab | overlay), or None when the

@@ -42,7 +42,10 @@ class AppGraph:
 
     ``out`` only holds *effective* edges between different states (what a path can walk); self-loops such as
     typing into a field that the state abstraction ignores are kept separately in ``loops`` because form
-    filling needs them. Edges are sorted by id so every traversal is deterministic.
+    filling needs them. Edges are in the order the crawler made them (timestamp, then id), so every traversal
+    is deterministic and stays the same when a later crawl adds edges: a path found last night is found again
+    (and served from the call cache) unless the new edges make it shorter. Sorting by id did not have that
+    property: a new parallel edge with a smaller id replaced an old one in every plan through it.
     """
 
     app_id: str
@@ -217,9 +220,6 @@ def build_graph(app_id: str, observations: Iterable[Observation], transitions: I
             g.loops[t.from_state].append(t)  # the crawler marks typing as not effective: it is not a new screen
         elif t.effective:
             g.out[t.from_state].append(t)
-    for table in (g.out, g.loops):
-        for state in table:
-            table[state].sort(key=lambda t: t.id)
     g.runs = runs
     return g
 

@@ -16,7 +16,7 @@ import json
 import re
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -273,35 +273,68 @@ def build_trajectory(graph: AppGraph, nav: Navigator, plan: GoalPlan, texts: lis
 
 
 @dataclass
+class AppSummary:
+    tasks: int = 0
+    replayed: int = 0
+    replay_failed: int = 0
+    executability: float | None = None  # replayed / tried, None when none was replayed
+
+
+@dataclass
+class RunSummary:
+    """What one synthesis run did (``summary.json``): read by the CLI, the nightly stage, the demo and the
+    benchmarks. ``to_json`` writes the file's long-standing form; the optional parts only when they happened."""
+
+    plans: int
+    tasks: int
+    goal_kinds: dict[str, int]
+    languages: dict[str, int]
+    rejects: int
+    rejects_by_reason: dict[str, int]
+    apps: dict[str, AppSummary]
+    usage: dict[str, float | int]  # ``Usage.as_dict()``: calls, cache hits, failures, re-asks, tokens, cost
+    backend: str | None = None  # the backend's model id
+    prompt_version: str | None = None
+    replay_failures: dict[str, int] | None = None  # by reason, when trajectories were replayed
+    probes: dict[str, Any] | None = None  # the prober's reports per graph, when shortcuts were probed
+
+    def to_json(self) -> dict[str, Any]:
+        d = {k: v for k, v in asdict(self).items() if k not in ("replay_failures", "probes")}
+        d.update({k: v for k, v in (("replay_failures", self.replay_failures), ("probes", self.probes))
+                  if v is not None})
+        return d
+
+
+@dataclass
 class RunReport:
     trajectories: list[Trajectory]
     rejects: list[Reject]
-    summary: dict[str, Any]
+    summary: RunSummary
     blob_roots: dict[str, Path] = field(default_factory=dict)  # app id → its screenshots (noise writes there)
 
 
-def summarize(trajs: list[Trajectory], rejects: list[Reject], plans: int, usage: Usage) -> dict[str, Any]:
-    by_app: dict[str, dict[str, Any]] = {}
+def summarize(trajs: list[Trajectory], rejects: list[Reject], plans: int, usage: Usage) -> RunSummary:
+    by_app: dict[str, AppSummary] = {}
     for t in trajs:
-        app = by_app.setdefault(t.app_id, {"tasks": 0, "replayed": 0, "replay_failed": 0})
-        app["tasks"] += 1
+        app = by_app.setdefault(t.app_id, AppSummary())
+        app.tasks += 1
         if t.verification == Verification.REPLAYED:
-            app["replayed"] += 1
+            app.replayed += 1
         elif t.verification == Verification.REPLAY_FAILED:
-            app["replay_failed"] += 1
+            app.replay_failed += 1
     for app in by_app.values():
-        tried = app["replayed"] + app["replay_failed"]
-        app["executability"] = round(app["replayed"] / tried, 4) if tried else None
-    return {
-        "plans": plans,
-        "tasks": len(trajs),
-        "goal_kinds": dict(Counter(str(t.task.goal.kind) for t in trajs if t.task.goal is not None)),
-        "languages": dict(Counter(t.task.language for t in trajs)),
-        "rejects": len(rejects),
-        "rejects_by_reason": dict(Counter(f"{r.stage}:{r.reason}" for r in rejects).most_common()),
-        "apps": by_app,
-        "usage": usage.as_dict(),
-    }
+        tried = app.replayed + app.replay_failed
+        app.executability = round(app.replayed / tried, 4) if tried else None
+    return RunSummary(
+        plans=plans,
+        tasks=len(trajs),
+        goal_kinds=dict(Counter(str(t.task.goal.kind) for t in trajs if t.task.goal is not None)),
+        languages=dict(Counter(t.task.language for t in trajs)),
+        rejects=len(rejects),
+        rejects_by_reason=dict(Counter(f"{r.stage}:{r.reason}" for r in rejects).most_common()),
+        apps=by_app,
+        usage=usage.as_dict(),
+    )
 
 
 Replayer = Callable[[list[Trajectory], StateIndex], list[Trajectory]]
@@ -346,10 +379,10 @@ def finish_run(out: Path, loaded: GraphLoad, backend: BackendInfo, trajs: list[T
     write_parquet(trajs, out / "trajectories.parquet", "trajectory")
     write_parquet(rejects, out / "rejects.parquet", "reject")
     summary = summarize(trajs, rejects, n_plans, usage)
-    summary.update(backend=backend.model_id, prompt_version=backend.prompt_version)
+    summary.backend, summary.prompt_version = backend.model_id, backend.prompt_version
     if replay is not None:
-        summary["replay_failures"] = dict(getattr(replay, "failures", {}))
-    write_json_atomic(out / "summary.json", summary)
+        summary.replay_failures = dict(getattr(replay, "failures", {}))
+    write_json_atomic(out / "summary.json", summary.to_json())
     roots = {g.app_id: g.blob_root for g in loaded.graphs.values() if g.blob_root is not None}
     return RunReport(trajs, rejects, summary, roots)
 
@@ -416,6 +449,6 @@ def run_synthesis(graph_dir: str | Path, out_dir: str | Path, backend: Backend, 
             trajs += extra(graph, result.trajectories)
     report = finish_run(out, loaded, backend, trajs, rejects, n_plans, usage, replay)
     if probes:
-        report.summary["probes"] = probes
-        write_json_atomic(out / "summary.json", report.summary)
+        report.summary.probes = probes
+        write_json_atomic(out / "summary.json", report.summary.to_json())
     return report

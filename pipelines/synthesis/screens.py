@@ -21,6 +21,7 @@ MAX_TEXT_CHARS = 80
 MAX_NAME_WORDS = 8
 HEADING_ROLES = {"heading"}
 DIALOG_ROLES = {"dialog", "alertdialog"}
+CAPTION_ROLES = {"legend"}  # names a screen only where it has no heading
 GROUP_LABEL_ROLES = {"legend", "group", "radiogroup"}
 CHOICE_ROLES = {"radio", "checkbox", "switch", "option", "menuitemradio", "menuitemcheckbox"}
 TEXT_ROLES = {"paragraph", "text", "statictext", "", "generic", "cell", "listitem", "article", "region"}
@@ -42,7 +43,8 @@ def _usable_name(text: str) -> bool:
 
 
 def heading(obs: Observation) -> str:
-    """The screen's own title: an open dialog's heading first, else the first visible heading ("" if none)."""
+    """The screen's own title: an open dialog's heading first, else the first visible heading, else a form's
+    caption ("" if none)."""
     dialogs = [e for e in obs.elements if e.role in DIALOG_ROLES and e.visible]
     headings = [e for e in obs.elements if e.role in HEADING_ROLES and e.visible and _usable_name(e.text)]
     for d in dialogs:
@@ -51,7 +53,12 @@ def heading(obs: Observation) -> str:
             return clip(inside[0].text)
         if _usable_name(d.label) and d.label != d.role:
             return clip(d.label)
-    return clip(headings[0].text) if headings else ""
+    if headings:
+        return clip(headings[0].text)
+    # A form page without a heading is named by its fieldset's caption ("Add a bill", "Edit this bill"), as a
+    # person reading the screen would call it.
+    captions = [e for e in obs.elements if e.role in CAPTION_ROLES and e.visible and _usable_name(e.text)]
+    return clip(captions[0].text) if captions else ""
 
 
 def headings(obs: Observation) -> list[str]:

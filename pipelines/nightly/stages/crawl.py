@@ -9,57 +9,60 @@ new app version in the stage result (and the report).
 
 from __future__ import annotations
 
-from typing import Any
-
 import pyarrow.parquet as pq
 
 from pipelines.nightly.context import RunContext, StageFailed
+from pipelines.nightly.records import AppCrawl, CrawlJob, CrawlParams, CrawlResult, GraphCounts
+
+PARAMS = CrawlParams
 
 
-def _graph_counts(ctx: RunContext, app_id: str) -> dict[str, int]:
+def _graph_counts(ctx: RunContext, app_id: str) -> GraphCounts:
     d = ctx.graph_dir / app_id
-    out = {}
-    for name, file in (("states", "nodes.parquet"), ("transitions", "transitions.parquet"),
-                       ("observations", "observations.parquet")):
-        out[name] = pq.ParquetFile(d / file).metadata.num_rows if (d / file).exists() else 0
-    return out
+
+    def rows(file: str) -> int:
+        return pq.ParquetFile(d / file).metadata.num_rows if (d / file).exists() else 0
+
+    return GraphCounts(states=rows("nodes.parquet"), transitions=rows("transitions.parquet"),
+                       observations=rows("observations.parquet"))
 
 
-def params(ctx: RunContext) -> dict[str, Any]:
+def params(ctx: RunContext) -> CrawlParams:
     prev = ctx.previous()
-    prev_target = int(((prev or {}).get("stages", {}).get("crawl", {}).get("params") or {}).get("target_steps", 0))
+    last = prev.params(CrawlParams) if prev is not None else None
     apps = [a["id"] for a in ctx.loaded.config.crawl.get("apps", [])]
-    return {"target_steps": prev_target + ctx.loaded.steps_per_run(), "before": {a: _graph_counts(ctx, a)
-                                                                                 for a in apps}}
+    return CrawlParams(target_steps=(last.target_steps if last else 0) + ctx.loaded.steps_per_run(),
+                       before={a: _graph_counts(ctx, a) for a in apps})
 
 
-def run(ctx: RunContext, p: dict[str, Any]) -> dict[str, Any]:
+def run(ctx: RunContext, p: CrawlParams) -> CrawlResult:
     from explorers.farm import run_farm
 
     cfg = ctx.crawl_config()
-    ctx.log.event("crawl.target", message=f"crawl: continue each app/profile to {p['target_steps']} actions",
-                  stage="crawl", target_steps=p["target_steps"])
+    ctx.log.event("crawl.target", message=f"crawl: continue each app/profile to {p.target_steps} actions",
+                  stage="crawl", target_steps=p.target_steps)
     farm = run_farm(cfg, ctx.console, show_progress=ctx.progress,
                     on_worker=lambda device, pid: ctx.children.add(pid, f"crawl worker {device}"))
-    prev = ((ctx.previous() or {}).get("stages", {}).get("crawl", {}).get("result") or {}).get("apps", {})
-    apps: dict[str, Any] = {}
+    prev = ctx.previous()
+    last = prev.result(CrawlResult) if prev is not None else None
+    apps: dict[str, AppCrawl] = {}
     for app in cfg.apps:
         ex = farm.exports[app.id]
-        before = p["before"].get(app.id, {})
-        last_version = prev.get(app.id, {}).get("version")
-        apps[app.id] = {
-            "version": app.version, "previous_version": last_version,
-            "new_version": last_version is not None and last_version != app.version,
-            "states": ex.states, "transitions": ex.transitions, "observations": ex.observations,
-            "new_states": ex.states - before.get("states", 0),
-            "new_transitions": ex.transitions - before.get("transitions", 0),
-        }
-    keys = ("app_id", "worker", "device", "steps", "new_steps", "states", "restarts", "session_restarts", "stopped",
-            "seconds")
-    jobs = [{k: r.get(k) for k in keys} for r in farm.results]
-    result = {"target_steps": p["target_steps"], "apps": apps, "jobs": jobs,
-              "failures": [list(f) for f in farm.failures], "requeued": farm.requeued,
-              "worker_restarts": farm.worker_restarts, "seconds": round(farm.seconds, 1)}
+        before = p.before.get(app.id, GraphCounts())
+        last_app = last.apps.get(app.id) if last is not None else None
+        last_version = last_app.version if last_app is not None else None
+        apps[app.id] = AppCrawl(
+            version=app.version, previous_version=last_version,
+            new_version=last_version is not None and last_version != app.version,
+            states=ex.states, transitions=ex.transitions, observations=ex.observations,
+            new_states=ex.states - before.states, new_transitions=ex.transitions - before.transitions,
+        )
+    jobs = [CrawlJob(app_id=r.stats.app_id, worker=r.stats.worker, device=r.device, steps=r.stats.steps,
+                     new_steps=r.stats.new_steps, states=r.stats.states, restarts=r.stats.restarts,
+                     opens=r.stats.opens, budget_used=r.stats.budget_used,
+                     session_restarts=r.stats.session_restarts, stopped=r.stats.stopped, seconds=r.stats.seconds)
+            for r in farm.results]
     if farm.failures and not farm.results:
         raise StageFailed(f"every crawl job failed: {farm.failures}")
-    return result
+    return CrawlResult(target_steps=p.target_steps, apps=apps, jobs=jobs, failures=list(farm.failures),
+                       requeued=farm.requeued, worker_restarts=farm.worker_restarts, seconds=round(farm.seconds, 1))

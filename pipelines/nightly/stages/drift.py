@@ -12,23 +12,26 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
-from typing import Any
 
 import pyarrow.parquet as pq
 
 from pipelines.nightly.atomic import write_json
 from pipelines.nightly.context import RunContext
+from pipelines.nightly.records import DriftFlag, DriftParams, DriftResult, PublishResult, SynthesizeResult
 from pipelines.nightly.stages.publish import current_version
 from schemas import Trajectory, Verification
 from schemas.recordio import iter_records
+
+PARAMS = DriftParams
 
 
 def _source_trajectories(ctx: RunContext, version: str) -> Path | None:
     """The synthesis output of the run that published ``version``."""
     for r in reversed(ctx.state.finished()):
-        if (r["stages"].get("publish", {}).get("result") or {}).get("version") == version:
-            path = r["stages"]["synthesize"]["result"]["trajectories"]
-            return ctx.workspace / path
+        published = r.result(PublishResult)
+        if published is not None and published.version == version:
+            synth = r.result(SynthesizeResult)
+            return ctx.workspace / synth.trajectories if synth is not None else None
     return None
 
 
@@ -39,14 +42,14 @@ def version_trajectory_ids(version_dir: Path) -> set[str]:
     return ids
 
 
-def params(ctx: RunContext) -> dict[str, Any]:
+def params(ctx: RunContext) -> DriftParams:
     cfg = ctx.loaded.config.drift
     version = current_version(ctx.output)
     if not cfg.enabled or version is None:
-        return {"version": None, "sample": []}
+        return DriftParams(version=None, sample=[])
     ids = sorted(version_trajectory_ids(ctx.output / version))
     rng = random.Random(ctx.run_id)
-    return {"version": version, "sample": sorted(rng.sample(ids, min(cfg.sample, len(ids))))}
+    return DriftParams(version=version, sample=sorted(rng.sample(ids, min(cfg.sample, len(ids)))))
 
 
 def load_trajectories(path: Path, ids: set[str]) -> list[Trajectory]:
@@ -54,33 +57,34 @@ def load_trajectories(path: Path, ids: set[str]) -> list[Trajectory]:
             if isinstance(p.record, Trajectory) and p.record.id in ids]
 
 
-def run(ctx: RunContext, p: dict[str, Any]) -> dict[str, Any]:
-    if not p.get("version") or not p.get("sample"):
+def run(ctx: RunContext, p: DriftParams) -> DriftResult:
+    if not p.version or not p.sample:
         reason = "disabled" if not ctx.loaded.config.drift.enabled else "no previous version to check"
-        return {"skipped": reason, "checked": 0, "flagged": []}
-    source = _source_trajectories(ctx, p["version"])
+        return DriftResult(skipped=reason, checked=0, flagged=[])
+    source = _source_trajectories(ctx, p.version)
     if source is None or not source.exists():
-        return {"skipped": f"the trajectories behind {p['version']} are not in this workspace", "checked": 0,
-                "flagged": [], "version": p["version"]}
+        return DriftResult(skipped=f"the trajectories behind {p.version} are not in this workspace", checked=0,
+                           flagged=[], version=p.version)
     from pipelines.synthesis.graph_input import load_graphs
     from pipelines.synthesis.verify.replay import ExplorerReplayer, StateIndex
 
-    trajs = load_trajectories(source, set(p["sample"]))
+    trajs = load_trajectories(source, set(p.sample))
     cfg = ctx.crawl_config()
     dev = cfg.devices[0]
     versions = {a.id: a.version for a in cfg.apps}
     replayer = ExplorerReplayer(dev.url, dev.kind, apps={a.id: a for a in cfg.apps})
     replayed = replayer(trajs, StateIndex(load_graphs(ctx.graph_dir).graphs.values()))
-    flagged = [{"trajectory_id": t.id, "app_id": t.app_id, "recorded_app_version": t.app_version,
-                "current_app_version": versions.get(t.app_id), "task": t.task.instruction,
-                "failed_step": t.scores.get("replay_failed_step")}
+    flagged = [DriftFlag(trajectory_id=t.id, app_id=t.app_id, recorded_app_version=t.app_version,
+                         current_app_version=versions.get(t.app_id), task=t.task.instruction,
+                         failed_step=t.scores.get("replay_failed_step"))
                for t in replayed if t.verification != Verification.REPLAYED]
-    result = {"version": p["version"], "checked": len(replayed), "executable": len(replayed) - len(flagged),
-              "executability": round((len(replayed) - len(flagged)) / len(replayed), 4) if replayed else None,
-              "flagged": flagged, "reasons": dict(replayer.failures)}
-    write_json(ctx.workspace / "drift" / f"{ctx.run_id}.json", result)
+    result = DriftResult(
+        version=p.version, checked=len(replayed), executable=len(replayed) - len(flagged),
+        executability=round((len(replayed) - len(flagged)) / len(replayed), 4) if replayed else None,
+        flagged=flagged, reasons=dict(replayer.failures))
+    write_json(ctx.workspace / "drift" / f"{ctx.run_id}.json", result.to_json())
     if flagged:
         ctx.log.event("drift.flagged", level="warning", stage="drift", flagged=len(flagged),
-                      message=f"drift: {len(flagged)} of {len(replayed)} trajectories of {p['version']} "
+                      message=f"drift: {len(flagged)} of {len(replayed)} trajectories of {p.version} "
                               f"no longer execute on the current app")
     return result

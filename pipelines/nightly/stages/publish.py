@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 
 from pipelines.nightly.atomic import point_symlink, write_text
-from pipelines.nightly.context import RunContext
+from pipelines.nightly.context import RunContext, StageFailed
+from pipelines.nightly.records import CurateResult, PublishParams, PublishResult
+
+PARAMS = PublishParams
 
 
 def current_version(out: Path) -> str | None:
@@ -22,8 +24,11 @@ def current_version(out: Path) -> str | None:
     return os.readlink(link) if link.is_symlink() else None
 
 
-def params(ctx: RunContext) -> dict[str, Any]:
-    return {"version": ctx.ledger.result("curate")["version"], "previous": current_version(ctx.output)}
+def params(ctx: RunContext) -> PublishParams:
+    curated = ctx.ledger.result(CurateResult)
+    if curated is None:
+        raise StageFailed("publish: the curate stage of this run has no result")
+    return PublishParams(version=curated.version, previous=current_version(ctx.output))
 
 
 def mirror_version(version_dir: Path, url: str) -> str:
@@ -42,15 +47,15 @@ def mirror_version(version_dir: Path, url: str) -> str:
     return target
 
 
-def run(ctx: RunContext, p: dict[str, Any]) -> dict[str, Any]:
-    version = p["version"]
+def run(ctx: RunContext, p: PublishParams) -> PublishResult:
+    version = p.version
     if not (ctx.output / version / "manifest.json").exists():
         raise FileNotFoundError(f"{ctx.output / version}: the version to publish is missing")
     point_symlink(ctx.output / "current", version)
     write_text(ctx.output / "CURRENT", version + "\n")
-    result: dict[str, Any] = {"version": version, "previous": p.get("previous")}
+    result = PublishResult(version=version, previous=p.previous)
     if ctx.loaded.config.mirror:
-        result["mirror"] = mirror_version(ctx.output / version, ctx.loaded.config.mirror)
-    ctx.log.event("publish.switched", stage="publish", version=version, previous=p.get("previous"),
-                  message=f"publish: current → {version} (was {p.get('previous') or 'none'})")
+        result.mirror = mirror_version(ctx.output / version, ctx.loaded.config.mirror)
+    ctx.log.event("publish.switched", stage="publish", version=version, previous=p.previous,
+                  message=f"publish: current → {version} (was {p.previous or 'none'})")
     return result

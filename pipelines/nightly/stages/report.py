@@ -9,11 +9,14 @@ from typing import Any
 from pipelines.nightly import plots
 from pipelines.nightly.atomic import point_symlink, write_json, write_text
 from pipelines.nightly.context import RunContext
+from pipelines.nightly.records import CrawlResult, DriftResult, ReportResult
 from pipelines.nightly.report_data import build_report
 from pipelines.nightly.report_html import render
 
+PARAMS = None
 
-def params(ctx: RunContext) -> dict[str, Any] | None:
+
+def params(ctx: RunContext) -> None:
     return None
 
 
@@ -28,14 +31,15 @@ def write_report(ctx: RunContext, status: str) -> tuple[Path, dict[str, Any]]:
     return out, report
 
 
-def run(ctx: RunContext, p: dict[str, Any]) -> dict[str, Any]:
+def run(ctx: RunContext, p: None) -> ReportResult:
     status = "warnings" if _warnings(ctx) else "ok"
     out, report = write_report(ctx, status)
     ctx.log.event("report.written", stage="report", path=str(out / "report.html"),
                   message=f"report: {out / 'report.html'}")
-    return {"html": ctx.rel(out / "report.html"), "json": ctx.rel(out / "report.json"),
-            "warnings": report["warnings"], "status": status}
+    return ReportResult(html=ctx.rel(out / "report.html"), json=ctx.rel(out / "report.json"),
+                        warnings=report["warnings"], status=status)
 
 
 def _warnings(ctx: RunContext) -> bool:
-    return bool(ctx.ledger.result("drift").get("flagged") or ctx.ledger.result("crawl").get("failures"))
+    drift, crawl = ctx.ledger.result(DriftResult), ctx.ledger.result(CrawlResult)
+    return bool((drift is not None and drift.flagged) or (crawl is not None and crawl.failures))

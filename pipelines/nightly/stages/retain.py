@@ -12,17 +12,19 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from typing import Any
 
 import pyarrow.parquet as pq
 
 from pipelines.curation.dataset import versions
 from pipelines.nightly.context import RunContext
+from pipelines.nightly.records import RetainResult
 from pipelines.nightly.stages.publish import current_version
 from schemas import BlobStore
 
+PARAMS = None
 
-def params(ctx: RunContext) -> dict[str, Any] | None:
+
+def params(ctx: RunContext) -> None:
     return None
 
 
@@ -38,7 +40,7 @@ def referenced_blobs(graph_dir: Path, kept: list[Path]) -> set[str]:
     return refs
 
 
-def run(ctx: RunContext, p: dict[str, Any]) -> dict[str, Any]:
+def run(ctx: RunContext, p: None) -> RetainResult:
     cfg = ctx.loaded.config.retention
     out = ctx.output
     for leftover in out.glob(".deleted-*"):
@@ -55,8 +57,7 @@ def run(ctx: RunContext, p: dict[str, Any]) -> dict[str, Any]:
         shutil.rmtree(trash)
         deleted.append(v.name)
     kept_names = [v.name for v in versions(out)]
-    result: dict[str, Any] = {"kept_versions": kept_names, "deleted_versions": deleted, "blobs_pruned": 0,
-                              "bytes_pruned": 0}
+    result = RetainResult(kept_versions=kept_names, deleted_versions=deleted, blobs_pruned=0, bytes_pruned=0)
     if cfg.prune_blobs and ctx.blob_root.is_dir():
         refs = referenced_blobs(ctx.graph_dir, versions(out))
         store = BlobStore(ctx.blob_root)
@@ -64,11 +65,11 @@ def run(ctx: RunContext, p: dict[str, Any]) -> dict[str, Any]:
         for digest in stored:
             if digest not in refs:
                 path = store.local_path(digest)
-                result["bytes_pruned"] += path.stat().st_size
+                result.bytes_pruned += path.stat().st_size
                 store.delete(digest)
-                result["blobs_pruned"] += 1
-        result["blobs_kept"] = len(stored) - result["blobs_pruned"]
-    ctx.log.event("retain.done", stage="retain", **{k: v for k, v in result.items() if k != "kept_versions"},
+                result.blobs_pruned += 1
+        result.blobs_kept = len(stored) - result.blobs_pruned
+    ctx.log.event("retain.done", stage="retain", **{k: v for k, v in result.to_json().items() if k != "kept_versions"},
                   message=f"retain: kept {', '.join(kept_names)}; deleted {len(deleted)} version(s), "
-                          f"{result['blobs_pruned']} unreferenced blob(s)")
+                          f"{result.blobs_pruned} unreferenced blob(s)")
     return result

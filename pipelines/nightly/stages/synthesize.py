@@ -10,17 +10,25 @@ only trajectories never replayed on this app version are replayed; the drift sta
 from __future__ import annotations
 
 import os
+from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow.parquet as pq
 
 from pipelines.nightly.atomic import read_json, write_json
 from pipelines.nightly.context import RunContext, StageFailed
+from pipelines.nightly.records import SynthApp, SynthesizeResult
 from schemas import Trajectory, Verification
 
+if TYPE_CHECKING:  # synthesis is imported when the stage runs
+    from pipelines.synthesis.runner import Replayer
+    from pipelines.synthesis.verify.replay import StateIndex
 
-def params(ctx: RunContext) -> dict[str, Any] | None:
+PARAMS = None
+
+
+def params(ctx: RunContext) -> None:
     return None
 
 
@@ -31,7 +39,7 @@ def trajectory_ids(path: Path) -> set[str]:
 class CachedReplayer:
     """Wraps a replayer: trajectories already replayed on the same app version reuse their recorded outcome."""
 
-    def __init__(self, inner: Any, cache_path: Path):
+    def __init__(self, inner: Replayer, cache_path: Path):
         self.inner = inner
         self.path = cache_path
         self.cache: dict[str, Any] = read_json(cache_path, {}) or {}
@@ -46,7 +54,7 @@ class CachedReplayer:
     def failures(self) -> dict[str, int]:
         return dict(getattr(self.inner, "failures", {}))
 
-    def __call__(self, trajs: list[Trajectory], index: Any) -> list[Trajectory]:
+    def __call__(self, trajs: list[Trajectory], index: StateIndex) -> list[Trajectory]:
         todo = [t for t in trajs if self.key(t) not in self.cache]
         self.replayed, self.reused = len(todo), len(trajs) - len(todo)
         if todo:
@@ -61,7 +69,7 @@ class CachedReplayer:
         return out
 
 
-def run(ctx: RunContext, p: dict[str, Any]) -> dict[str, Any]:
+def run(ctx: RunContext, p: None) -> SynthesizeResult:
     from pipelines.synthesis.accounting import Usage
     from pipelines.synthesis.factory import make_backend
     from pipelines.synthesis.runner import PlanConfig, SynthConfig, run_synthesis
@@ -87,15 +95,16 @@ def run(ctx: RunContext, p: dict[str, Any]) -> dict[str, Any]:
         raise StageFailed(f"synthesis: {exc}") from exc
     finally:
         backend.close()
-    prev = ((ctx.previous() or {}).get("stages", {}).get("synthesize", {}).get("result") or {})
-    prev_ids = trajectory_ids(ctx.workspace / prev["trajectories"]) if prev.get("trajectories") else set()
+    prev_run = ctx.previous()
+    prev = prev_run.result(SynthesizeResult) if prev_run is not None else None
+    prev_ids = trajectory_ids(ctx.workspace / prev.trajectories) if prev is not None and prev.trajectories else set()
     ids = {t.id for t in report.trajectories}
     summary = report.summary
-    return {
-        "trajectories": ctx.rel(out / "trajectories.parquet"), "rejects_file": ctx.rel(out / "rejects.parquet"),
-        "plans": summary["plans"], "tasks": summary["tasks"], "new_tasks": len(ids - prev_ids),
-        "rejects": summary["rejects"], "rejects_by_reason": summary["rejects_by_reason"],
-        "apps": summary["apps"], "usage": summary["usage"], "backend": summary.get("backend"),
-        "replayed": replay.replayed if replay else 0, "replay_reused": replay.reused if replay else 0,
-        "replay_failures": summary.get("replay_failures", {}),
-    }
+    return SynthesizeResult(
+        trajectories=ctx.rel(out / "trajectories.parquet"), rejects_file=ctx.rel(out / "rejects.parquet"),
+        plans=summary.plans, tasks=summary.tasks, new_tasks=len(ids - prev_ids),
+        rejects=summary.rejects, rejects_by_reason=summary.rejects_by_reason,
+        apps={a: SynthApp.model_validate(asdict(v)) for a, v in summary.apps.items()}, usage=summary.usage,
+        backend=summary.backend, replayed=replay.replayed if replay else 0,
+        replay_reused=replay.reused if replay else 0, replay_failures=summary.replay_failures or {},
+    )

@@ -56,6 +56,13 @@ class Backend(ABC):
         return self.prompts.version
 
     @property
+    def revision(self) -> str:
+        """What else decides the text, for the call cache only (not lineage): "" for a model behind a server or
+        a path (its name is the user's promise); the offline rules give a digest of their own code, so an
+        upgraded trajforge never serves texts the old rules wrote."""
+        return ""
+
+    @property
     def model_id(self) -> str:
         return f"{self.name}:{self.model}"
 

@@ -50,8 +50,27 @@ def _join(parts: list[str], t: dict[str, Any]) -> str:
 def _article(noun: str) -> str:
     return f"an {noun}" if noun[:1].lower() in "aeiou" else f"a {noun}"
 
+def _rules_digest() -> str:
+    """The code that turns a payload into text: this module and the screen helpers it phrases with."""
+    from pathlib import Path
+
+    from pipelines.synthesis import screens
+
+    h = hashlib.sha256()
+    for source in (Path(__file__), Path(screens.__file__)):
+        h.update(source.read_bytes())
+    return h.hexdigest()[:12]
+
+
 class OfflineBackend(Backend):
     name = "offline"
+    _digest: str | None = None
+
+    @property
+    def revision(self) -> str:
+        if OfflineBackend._digest is None:
+            OfflineBackend._digest = _rules_digest()
+        return OfflineBackend._digest
 
     def __init__(self, prompts: PromptSet, model: str = "rules"):
         super().__init__(prompts, model)
@@ -176,6 +195,9 @@ class OfflineBackend(Backend):
     def _here(self, lang: str, payload: dict[str, Any], seed: str) -> str:
         r = self.phrases["reasoning"][lang]
         screen = payload["screen"].get("screen") or ""
+        goal = payload["goal"]
+        if not screen and payload["role"] == "finish" and goal["kind"] == "screen" and not goal.get("dialog"):
+            screen = goal.get("target") or ""  # a screen without a heading, reached as the task's named screen
         if not screen:
             return _pick(r["here_unnamed"], seed, "here")
         return _pick(r["here"], seed, "here").format(screen=screen)
@@ -186,8 +208,11 @@ class OfflineBackend(Backend):
         done = payload.get("fields_done") or []
         if role not in ("fill", "choose", "commit") or not done:
             return ""
-        joined = self.phrases["task"][lang]["and"].join(f"“{f}”" for f in done[-2:])
-        template = self.phrases["reasoning"][lang]["progress"][role]
+        shown = done[-2:]
+        joined = self.phrases["task"][lang]["and"].join(f"“{f}”" for f in shown)
+        progress = self.phrases["reasoning"][lang]["progress"]
+        # "“A” and “B” are already in": a plural form where the language has one (zh does not).
+        template = progress.get(f"{role}_many", progress[role]) if len(shown) > 1 else progress[role]
         return template.format(done=joined)
 
     def reasoning(self, payload: dict[str, Any], instruction: str) -> str:
@@ -220,7 +245,7 @@ class OfflineBackend(Backend):
             opens_item = label and target.get("role") == "link" and (
                 label == goal.get("item") or (goal["kind"] in ("item", "answer") and label == goal.get("target")))
             if opens_item:
-                family = "navigate_item"
+                family = "navigate_read" if goal["kind"] == "answer" else "navigate_item"
             elif payload.get("last_navigation"):
                 family = "navigate_form" if goal["kind"] in ("create", "edit", "setting") else "navigate_final"
             else:

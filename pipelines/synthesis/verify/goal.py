@@ -10,9 +10,13 @@ the committed change (an empty note page, the settings page with the old option)
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from schemas import Goal, Observation
+
+if TYPE_CHECKING:  # the explorers are imported where they run (Selenium), not when this module loads
+    from explorers.screen import Screen
+    from pipelines.synthesis.verify.replay import StateIndex
 
 
 def shown(texts: list[str], visible: str) -> list[str]:
@@ -21,7 +25,7 @@ def shown(texts: list[str], visible: str) -> list[str]:
     return [t for t in texts if " ".join(t.split()).lower().rstrip("…") not in hay]
 
 
-def screen_text(screen: Any) -> str:
+def screen_text(screen: Screen | Observation) -> str:
     """Every visible text of a live ``explorers.screen.Screen`` or a stored ``Observation``."""
     elements = screen.elements if isinstance(screen, Observation) else [w.element for w in screen.widgets]
     return "\n".join(e.label for e in elements if e.visible and e.label)
@@ -33,7 +37,7 @@ class GoalCheck:
     reason: str = ""
 
 
-def check_goal(goal: Goal, screen: Any, index: Any) -> GoalCheck:
+def check_goal(goal: Goal, screen: Screen | Observation, index: StateIndex) -> GoalCheck:
     """Whether ``screen`` (live or stored) satisfies ``goal``; ``index`` is a ``replay.StateIndex``."""
     from pipelines.synthesis.verify.replay import observation_features, screen_features
 

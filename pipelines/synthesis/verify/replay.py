@@ -17,10 +17,18 @@ import contextlib
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from pipelines.synthesis.graph_input import AppGraph
 from schemas import Action, ActionType, DeviceProfile, Observation, Step, Trajectory, Verification
+
+if TYPE_CHECKING:  # the explorers are imported where they run (Selenium), not when this module loads
+    from rich.console import Console
+
+    from explorers.abstraction import Features
+    from explorers.config import AppConfig
+    from explorers.profiles import Profile
+    from explorers.screen import Screen, Widget
 
 
 class ReplayDevice(Protocol):
@@ -28,9 +36,9 @@ class ReplayDevice(Protocol):
 
     def open(self, target: str) -> None: ...
     def clear_data(self, target: str) -> None: ...
-    def perform(self, action: Action, widget: Any = None) -> None: ...
-    def settle(self) -> Any: ...
-    def capture(self) -> Any: ...
+    def perform(self, action: Action, widget: Widget | None = None) -> None: ...
+    def settle(self) -> object: ...
+    def capture(self) -> Screen: ...
 
 
 @dataclass
@@ -51,7 +59,7 @@ class StateIndex:
     """
 
     def __init__(self, graphs: Iterable[AppGraph]):
-        self._captures: dict[str, list[Any]] = {}
+        self._captures: dict[str, list[tuple[Features, set[str]]]] = {}
         for g in graphs:
             for obs_ids in g.state_observations.values():
                 feats = [observation_features(g.observations[o]) for o in obs_ids if o in g.observations]
@@ -61,17 +69,17 @@ class StateIndex:
                 for o in obs_ids:
                     self._captures.setdefault(o, []).extend(entry)
 
-    def expected(self, obs_id: str | None) -> list[Any]:
+    def expected(self, obs_id: str | None) -> list[tuple[Features, set[str]]]:
         return self._captures.get(obs_id or "", [])
 
-    def matches(self, obs_id: str | None, got: Any) -> bool:
+    def matches(self, obs_id: str | None, got: Features) -> bool:
         return any(same_state(got, want, dynamic) for want, dynamic in self.expected(obs_id))
 
 
 MAX_TEXT_DIFF_SHARE = 0.1
 
 
-def same_state(got: Any, want: Any, dynamic: set[str]) -> bool:
+def same_state(got: Features, want: Features, dynamic: set[str]) -> bool:
     if got.structural_hash != want.structural_hash:
         return False
     text_diffs = 0
@@ -87,7 +95,7 @@ def same_state(got: Any, want: Any, dynamic: set[str]) -> bool:
     return text_diffs <= max(1, int(MAX_TEXT_DIFF_SHARE * len(want.content)))
 
 
-def observation_features(obs: Observation) -> Any:
+def observation_features(obs: Observation) -> Features:
     """The explorers' features of a stored observation (elements and location are all they read)."""
     from explorers.abstraction import features
     from explorers.screen import Screen, Widget
@@ -97,7 +105,7 @@ def observation_features(obs: Observation) -> Any:
     return features(screen, with_phash=False)
 
 
-def screen_features(screen: Any) -> Any:
+def screen_features(screen: Screen) -> Features:
     from explorers.abstraction import features
 
     return features(screen, with_phash=False)
@@ -106,7 +114,7 @@ def screen_features(screen: Any) -> Any:
 TERMINAL = {ActionType.DONE, ActionType.ANSWER}
 
 
-def ground(step: Step, screen: Any) -> Action | None:
+def ground(step: Step, screen: Screen) -> Action | None:
     """``step.action`` re-targeted on a live screen: its target found by stable identity, not by position.
 
     The recorded coordinates belong to the capture the step shows; on a fresh device a list may be shorter or
@@ -117,7 +125,7 @@ def ground(step: Step, screen: Any) -> Action | None:
     return ground_action(step.action, step.observation, screen)
 
 
-def ground_action(a: Action, recorded: Observation, screen: Any) -> Action | None:
+def ground_action(a: Action, recorded: Observation, screen: Screen) -> Action | None:
     """``a`` (recorded on capture ``recorded``) moved onto the live ``screen`` by its target's identity."""
     from pipelines.synthesis.screens import element_key, occurrence
 
@@ -188,7 +196,7 @@ def mark(traj: Trajectory, outcome: ReplayOutcome) -> Trajectory:
     return traj.model_copy(update={"verification": verification, "scores": scores})
 
 
-def profile_for(device: DeviceProfile) -> Any:
+def profile_for(device: DeviceProfile) -> Profile:
     """The explorers' crawl profile that produced captures on ``device`` (viewport from its name or size)."""
     from explorers.profiles import VIEWPORTS, Profile, Viewport
 
@@ -201,7 +209,8 @@ def profile_for(device: DeviceProfile) -> Any:
                    font_scale=getattr(device, "font_scale", 1.0) or 1.0)
 
 
-def fresh_start(app: Any, location: str, platform: str, profile: Any) -> Callable[[ReplayDevice], None]:
+def fresh_start(app: AppConfig | None, location: str, platform: str, profile: Profile
+                ) -> Callable[[ReplayDevice], None]:
     """How a replay (or a probe) starts the app the way a fresh user and the crawler do.
 
     The app's reset hook first (server-side data back to its seed; a ``ResetFailed`` makes the replay fail with
@@ -242,8 +251,8 @@ class ExplorerReplayer:
     one, a replay starts by opening the first step's location.
     """
 
-    def __init__(self, endpoint_url: str, kind: str = "chromedriver", apps: dict[str, Any] | None = None,
-                 progress_console: Any = None, on_done: Callable[[int], None] | None = None):
+    def __init__(self, endpoint_url: str, kind: str = "chromedriver", apps: dict[str, AppConfig] | None = None,
+                 progress_console: Console | None = None, on_done: Callable[[int], None] | None = None):
         self.endpoint_url = endpoint_url
         self.kind = kind
         self.apps = apps or {}
@@ -251,7 +260,7 @@ class ExplorerReplayer:
         self.on_done = on_done or (lambda _n: None)
         self.failures: Counter[str] = Counter()
 
-    def _start(self, traj: Trajectory, profile: Any) -> Callable[[ReplayDevice], None]:
+    def _start(self, traj: Trajectory, profile: Profile) -> Callable[[ReplayDevice], None]:
         first = traj.steps[0].observation
         return fresh_start(self.apps.get(traj.app_id), first.location, str(first.platform), profile)
 

@@ -1,4 +1,5 @@
-"""Is a process still running? Shared by everything that records an owner pid (curation staging, nightly locks).
+"""Is a process still running? Shared by everything that records an owner pid (curation staging, nightly locks,
+the crawler's leftover browser sessions). Stdlib only, so it sits on the floor every package may import.
 
 A bare ``kill(pid, 0)`` is fooled by pid reuse after a reboot or a long time; recording the kernel's start time
 of the process next to its pid, and comparing it later, is not.

@@ -1,0 +1,223 @@
+"""The app's own JavaScript code coverage over a crawl, from Chromium's precise coverage (DevTools ``Profiler``).
+
+Why: distinct states is a weak yardstick on apps where nearly every click is a new screen; the code a crawl
+made the app run is the one testers use. For Python apps the benchmark runs the server under coverage.py; for
+apps whose logic runs in the browser (TiddlyWiki, docsify) this measures the page's scripts instead.
+
+How: ``Profiler.startPreciseCoverage`` (binary counts, block granularity) is turned on as the session opens,
+through chromedriver's CDP endpoint (``/session/{id}/goog/cdp/execute``). V8 keeps counts per document, and a
+navigation throws the old document's away, so the crawler calls ``take`` before every action, restart, URL
+opened and quit: ``Profiler.takePreciseCoverage`` returns what ran since the last take (and resets the counts).
+Each take is merged into a per-script byte map: a byte is covered when the innermost reported range around it
+(a function, or a block inside one) ran at least once. Scripts are keyed by URL and length (two inline scripts of
+one page, or a page served twice with other content, stay apart). Only the app's own scripts count: scripts
+from its hosts, and scripts named by ``//# sourceURL`` (TiddlyWiki evaluates its modules that way); the
+crawler's own injected scripts have no URL and never count.
+
+Baseline: the take made when a restart's landing screen has settled (the entry URL loaded, login and setup
+run, the screen read) is also kept apart, as the crawl's *baseline*: the union, over the crawl's restarts, of
+what merely loading the entry screen runs. ``summary`` reports the raw totals and what ran *beyond* the baseline
+(covered characters and called functions that no landing ran): the code the crawl's interactions reached, which
+is what the testing community compares explorers by (page-load code runs whatever a policy does; TiddlyWiki
+runs 1.09 M characters on load). Subtracting a start-up/landing baseline is the usual practice.
+
+Opt-in per app (``js_coverage: true`` in the crawl config): each take costs a DevTools round trip per step.
+The crawl writes ``js-coverage/<worker>.json`` in its app folder; ``summary_of`` reads them all.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import zlib
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from explorers.safety import host_allowed
+from schemas.fileio import write_json_atomic
+
+CDP_COMMAND = "trajforgeExecuteCdp"
+NOT_APP_SCHEMES = ("chrome", "chrome-extension", "chrome-untrusted", "devtools", "extensions", "about", "data",
+                   "blob")
+
+
+def cdp(driver: Any, cmd: str, params: dict[str, Any] | None = None) -> Any:
+    """One DevTools command through chromedriver's ``goog/cdp/execute`` (works for a ``webdriver.Remote``, which
+    lacks Selenium's Chrome-only ``execute_cdp_cmd``)."""
+    executor = driver.command_executor
+    if executor.get_command(CDP_COMMAND) is None:
+        executor.add_command(CDP_COMMAND, "POST", "/session/$sessionId/goog/cdp/execute")
+    return driver.execute(CDP_COMMAND, {"cmd": cmd, "params": params or {}})["value"]
+
+
+def is_app_script(url: str, hosts: list[str]) -> bool:
+    """Whether a script is the app's own: served from one of its hosts, or named by ``//# sourceURL``."""
+    if not url:
+        return False  # crawler-injected scripts and anonymous evals
+    parts = urlsplit(url)
+    if parts.scheme in ("http", "https"):
+        return host_allowed(parts.hostname or "", hosts)
+    return parts.scheme not in NOT_APP_SCHEMES and not url.startswith("pptr:")
+
+
+def covered_map(functions: list[dict[str, Any]], size: int) -> bytearray:
+    """One byte per character of the script, 1 where the innermost reported range around it ran.
+
+    V8's ranges nest (a function's own range first, then its blocks; inner functions inside): painting them
+    outermost first, so an inner range overrides the one around it, gives each character its innermost count.
+    """
+    ranges = [(r["startOffset"], r["endOffset"], r["count"]) for fn in functions for r in fn["ranges"]]
+    ranges.sort(key=lambda r: (r[0], -r[1]))
+    buf = bytearray(size)
+    for start, end, count in ranges:
+        end = min(end, size)
+        if end > start:
+            buf[start:end] = (b"\x01" if count > 0 else b"\x00") * (end - start)
+    return buf
+
+
+@dataclass
+class ScriptCoverage:
+    url: str
+    size: int
+    covered: int = 0  # bit i of the little-endian byte map: character i ran (a bytes-per-char map as an int)
+    functions: set[int] = field(default_factory=set)  # start offsets of the functions seen
+    called: set[int] = field(default_factory=set)  # start offsets of the functions that ran at least once
+    baseline: int = 0  # the same bit map, of what ran while a landing screen loaded (see the module docstring)
+    baseline_called: set[int] = field(default_factory=set)
+
+    @property
+    def covered_bytes(self) -> int:
+        return self.covered.bit_count()
+
+    @property
+    def beyond_bytes(self) -> int:
+        """Characters that ran, but not while the entry screen loaded."""
+        return (self.covered & ~self.baseline).bit_count()
+
+
+class JsCoverage:
+    """Precise coverage of one crawl job, merged over every take (page load, restart, new session)."""
+
+    def __init__(self, hosts: list[str]):
+        self.hosts = hosts
+        self.scripts: dict[str, ScriptCoverage] = {}
+
+    # --- the browser side ------------------------------------------------------------------------------------
+    @staticmethod
+    def start(driver: Any) -> None:
+        """Turn precise coverage on for the session's page (before the app's scripts load, so they all count)."""
+        cdp(driver, "Profiler.enable")
+        cdp(driver, "Profiler.startPreciseCoverage", {"callCount": False, "detailed": True})
+
+    def take(self, driver: Any, baseline: bool = False) -> None:
+        """Merge what ran since the last take; call before anything that may replace the document.
+        ``baseline``: this take ends a landing (the entry screen loaded and settled), so it also counts as
+        baseline."""
+        self.add(cdp(driver, "Profiler.takePreciseCoverage").get("result", []), baseline)
+
+    # --- merging ---------------------------------------------------------------------------------------------
+    def add(self, result: Iterable[dict[str, Any]], baseline: bool = False) -> None:
+        """Merge one ``takePreciseCoverage`` result (a list of ScriptCoverage objects); ``baseline``: into the
+        baseline as well."""
+        for script in result:
+            url, functions = script.get("url", ""), script.get("functions", [])
+            if not functions or not is_app_script(url, self.hosts):
+                continue
+            size = max(r["endOffset"] for fn in functions for r in fn["ranges"])
+            key = f"{url}@{size}"
+            cov = self.scripts.get(key)
+            if cov is None:
+                cov = self.scripts[key] = ScriptCoverage(url, size)
+            if any(r["count"] > 0 for fn in functions for r in fn["ranges"]):
+                ran = int.from_bytes(covered_map(functions, size), "little")
+                cov.covered |= ran
+                if baseline:
+                    cov.baseline |= ran
+            for fn in functions:
+                first = fn["ranges"][0]
+                cov.functions.add(first["startOffset"])
+                if first["count"] > 0:
+                    cov.called.add(first["startOffset"])
+                    if baseline:
+                        cov.baseline_called.add(first["startOffset"])
+
+    def merge(self, other: JsCoverage) -> None:
+        for key, s in other.scripts.items():
+            mine = self.scripts.setdefault(key, ScriptCoverage(s.url, s.size))
+            mine.covered |= s.covered
+            mine.functions |= s.functions
+            mine.called |= s.called
+            mine.baseline |= s.baseline
+            mine.baseline_called |= s.baseline_called
+
+    def summary(self) -> dict[str, int]:
+        """Covered characters and called functions of the app's scripts (and how many there were): the raw
+        totals, the baseline (what the landings ran) and what ran beyond it."""
+        s = self.scripts.values()
+        return {"scripts": len(self.scripts), "bytes": sum(x.size for x in s),
+                "covered_bytes": sum(x.covered_bytes for x in s), "functions": sum(len(x.functions) for x in s),
+                "covered_functions": sum(len(x.called) for x in s),
+                "baseline_bytes": sum(x.baseline.bit_count() for x in s),
+                "baseline_functions": sum(len(x.baseline_called) for x in s),
+                "beyond_bytes": sum(x.beyond_bytes for x in s),
+                "beyond_functions": sum(len(x.called - x.baseline_called) for x in s)}
+
+    def function_covered(self, url_part: str, offset: int) -> bool:
+        """Whether the function starting at ``offset`` of a script whose URL contains ``url_part`` ran."""
+        return any(offset in s.called for s in self.scripts.values() if url_part in s.url)
+
+    # --- files -----------------------------------------------------------------------------------------------
+    def save(self, path: Path) -> None:
+        """Write atomically (a crawl may be killed at any moment; the previous file then stays whole)."""
+        scripts = []
+        for s in self.scripts.values():
+            scripts.append({"url": s.url, "size": s.size, "functions": sorted(s.functions),
+                            "called": sorted(s.called), "covered": _pack(s.covered, s.size),
+                            "baseline_called": sorted(s.baseline_called), "baseline": _pack(s.baseline, s.size)})
+        write_json_atomic(path, {"hosts": self.hosts, "summary": self.summary(), "scripts": scripts}, indent=None)
+
+    @classmethod
+    def load(cls, path: Path) -> JsCoverage:
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except ValueError as exc:
+            raise ValueError(f"{path}: not a JS coverage file ({exc})") from None
+        out = cls(list(data.get("hosts", [])))
+        for i, s in enumerate(data.get("scripts", [])):
+            try:
+                # files written before the baseline existed have none: everything then counts as beyond it
+                cov = ScriptCoverage(s["url"], int(s["size"]), _unpack(s["covered"]), set(s["functions"]),
+                                     set(s["called"]), _unpack(s.get("baseline", "")),
+                                     set(s.get("baseline_called", [])))
+            except (KeyError, TypeError, ValueError, zlib.error) as exc:
+                raise ValueError(f"{path}: script {i} ({s.get('url', '?') if isinstance(s, dict) else '?'}): "
+                                 f"bad field ({type(exc).__name__}: {exc})") from None
+            out.scripts[f"{cov.url}@{cov.size}"] = cov
+        return out
+
+
+def _pack(bits: int, size: int) -> str:
+    return base64.b64encode(zlib.compress(bits.to_bytes((size + 7) // 8 * 8, "little"))).decode("ascii")
+
+
+def _unpack(text: str) -> int:
+    return int.from_bytes(zlib.decompress(base64.b64decode(text)), "little") if text else 0
+
+
+def coverage_path(app_dir: Path, worker: str) -> Path:
+    return app_dir / "js-coverage" / f"{worker}.json"
+
+
+def summary_of(app_dir: Path) -> dict[str, int] | None:
+    """The merged summary of every worker's JS coverage in a crawl's app folder; None when none was measured."""
+    files = sorted((app_dir / "js-coverage").glob("*.json"))
+    if not files:
+        return None
+    total = JsCoverage([])
+    for f in files:
+        total.merge(JsCoverage.load(f))
+    return total.summary()

@@ -1,0 +1,216 @@
+"""The app's own JavaScript coverage (``explorers.js_coverage``): merging V8's precise-coverage ranges (fast), and
+in real Chromium that clicking a button covers its handler's function, across a page navigation, and that a
+crawl with ``js_coverage: true`` records it (``js_coverage`` off: nothing measured)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from explorers.config import parse_config
+from explorers.crawler import Crawler
+from explorers.js_coverage import JsCoverage, covered_map, is_app_script, summary_of
+from explorers.profiles import VIEWPORTS, Profile
+from explorers.sessions import EndpointSpec, open_device
+from tests.pages import HTML, PageHandler, serve
+
+HOSTS = ["127.0.0.1"]
+
+
+def _fn(start: int, end: int, count: int, *blocks: tuple[int, int, int]) -> dict:
+    return {"functionName": "", "isBlockCoverage": True,
+            "ranges": [{"startOffset": start, "endOffset": end, "count": count}]
+            + [{"startOffset": s, "endOffset": e, "count": c} for s, e, c in blocks]}
+
+
+def test_the_innermost_range_decides_whether_a_character_ran() -> None:
+    # script [0,100) ran; a function [10,40) never ran; inside it a nested function [20,30) that did (hoisted and
+    # called from outside); a block [60,70) of the script that was skipped.
+    fns = [_fn(0, 100, 1, (60, 70, 0)), _fn(10, 40, 0), _fn(20, 30, 1)]
+    buf = covered_map(fns, 100)
+    assert sum(buf) == 100 - 30 - 10 + 10
+    assert buf[15] == 0 and buf[25] == 1 and buf[65] == 0 and buf[5] == 1
+
+
+def test_takes_merge_by_script_and_keep_what_ran_in_any_take() -> None:
+    cov = JsCoverage(HOSTS)
+    url = "http://127.0.0.1:9/app.js"
+    cov.add([{"scriptId": "1", "url": url, "functions": [_fn(0, 100, 1), _fn(10, 40, 0), _fn(50, 80, 0)]}])
+    # the next take (counts were reset): only the second function ran; the first's bytes stay covered
+    cov.add([{"scriptId": "1", "url": url, "functions": [_fn(0, 100, 0), _fn(10, 40, 1), _fn(50, 80, 0)]}])
+    s = cov.summary()
+    assert s == {"scripts": 1, "bytes": 100, "covered_bytes": 70, "functions": 3, "covered_functions": 2,
+                 "baseline_bytes": 0, "baseline_functions": 0, "beyond_bytes": 70, "beyond_functions": 2}
+
+
+def test_what_the_landing_ran_is_the_baseline_and_only_code_beyond_it_counts_as_reached() -> None:
+    cov = JsCoverage(HOSTS)
+    url = "http://127.0.0.1:9/app.js"
+    # loading the entry screen: the script's top level and an init function [50,80) ran, a handler [10,40) not
+    cov.add([{"url": url, "functions": [_fn(0, 100, 1), _fn(10, 40, 0), _fn(50, 80, 1)]}], baseline=True)
+    assert cov.summary()["beyond_bytes"] == 0
+    # an interaction: the handler ran, and init ran again (it is still baseline code)
+    cov.add([{"url": url, "functions": [_fn(0, 100, 0), _fn(10, 40, 1), _fn(50, 80, 1)]}])
+    s = cov.summary()
+    assert (s["covered_bytes"], s["baseline_bytes"], s["beyond_bytes"]) == (100, 70, 30)
+    assert (s["covered_functions"], s["baseline_functions"], s["beyond_functions"]) == (3, 2, 1)
+    # a later landing (a restart) that runs the handler on load moves it into the baseline: union of landings
+    cov.add([{"url": url, "functions": [_fn(0, 100, 1), _fn(10, 40, 1), _fn(50, 80, 0)]}], baseline=True)
+    assert cov.summary()["beyond_bytes"] == 0 and cov.summary()["beyond_functions"] == 0
+
+
+def test_the_baseline_survives_save_load_and_merges_across_workers(tmp_path: Path) -> None:
+    url = "http://127.0.0.1:9/app.js"
+    a, b = JsCoverage(HOSTS), JsCoverage(HOSTS)
+    a.add([{"url": url, "functions": [_fn(0, 100, 1), _fn(10, 40, 0)]}], baseline=True)
+    a.add([{"url": url, "functions": [_fn(0, 100, 0), _fn(10, 40, 1)]}])
+    b.add([{"url": url, "functions": [_fn(0, 100, 1), _fn(10, 40, 1)]}], baseline=True)  # b's landing ran it
+    a.save(tmp_path / "js-coverage" / "w1.json")
+    b.save(tmp_path / "js-coverage" / "w2.json")
+    assert JsCoverage.load(tmp_path / "js-coverage" / "w1.json").summary()["beyond_bytes"] == 30
+    merged = summary_of(tmp_path)
+    assert merged is not None and merged["beyond_bytes"] == 0 and merged["baseline_bytes"] == 100
+    # a file from before the baseline existed: no baseline, so everything that ran counts as beyond it
+    old = tmp_path / "old.json"
+    data = json.loads((tmp_path / "js-coverage" / "w1.json").read_text())
+    for script in data["scripts"]:
+        del script["baseline"], script["baseline_called"]
+    old.write_text(json.dumps(data))
+    assert JsCoverage.load(old).summary()["beyond_bytes"] == 100
+
+
+def test_only_the_apps_own_scripts_count() -> None:
+    assert is_app_script("http://127.0.0.1:8080/lib/docsify.js", HOSTS)
+    assert is_app_script("$:/core/modules/widgets/button.js", HOSTS)  # TiddlyWiki's //# sourceURL names
+    assert not is_app_script("", HOSTS)  # the crawler's injected scripts
+    assert not is_app_script("https://cdn.example.org/lib.js", HOSTS)
+    assert not is_app_script("chrome-extension://abc/x.js", HOSTS)
+    cov = JsCoverage(HOSTS)
+    cov.add([{"url": "", "functions": [_fn(0, 50, 1)]}, {"url": "https://cdn.example.org/a.js",
+                                                          "functions": [_fn(0, 9, 1)]}])
+    assert cov.summary()["scripts"] == 0
+
+
+def test_saved_coverage_reads_back_and_merges_across_workers(tmp_path: Path) -> None:
+    a, b = JsCoverage(HOSTS), JsCoverage(HOSTS)
+    url = "http://127.0.0.1:9/app.js"
+    a.add([{"url": url, "functions": [_fn(0, 100, 1), _fn(10, 40, 0)]}])
+    b.add([{"url": url, "functions": [_fn(0, 100, 0), _fn(10, 40, 1)]}])
+    a.save(tmp_path / "js-coverage" / "w1.json")
+    b.save(tmp_path / "js-coverage" / "w2.json")
+    assert JsCoverage.load(tmp_path / "js-coverage" / "w1.json").summary() == a.summary()
+    assert summary_of(tmp_path) == {"scripts": 1, "bytes": 100, "covered_bytes": 100, "functions": 2,
+                                    "covered_functions": 2, "baseline_bytes": 0, "baseline_functions": 0,
+                                    "beyond_bytes": 100, "beyond_functions": 2}
+    assert summary_of(tmp_path / "nothing") is None
+
+
+def test_a_damaged_coverage_file_names_the_script_and_field(tmp_path: Path) -> None:
+    path = tmp_path / "w.json"
+    path.write_text('{"scripts": [{"url": "http://127.0.0.1/a.js", "size": 10, "functions": [], "called": [],'
+                    ' "covered": "not base64!"}]}')
+    with pytest.raises(ValueError, match=r"script 0 \(http://127.0.0.1/a.js\): bad field"):
+        JsCoverage.load(path)
+
+
+def test_js_coverage_is_refused_off_the_web() -> None:
+    with pytest.raises(ValueError, match="js_coverage needs platform 'web'"):
+        parse_config({"run_id": "r", "output": "out", "devices": [{"name": "d", "url": "http://x"}],
+                      "apps": [{"id": "a", "platform": "android", "entry": "org.example/.Main",
+                                "js_coverage": True}]})
+
+
+# --- real Chromium ---------------------------------------------------------------------------------------
+APP_JS = """// the page's handlers (this line keeps every function off offset 0, where the script's own range starts)
+function onSave() {
+  document.getElementById('out').textContent = 'Saved';
+}
+function neverCalled() {
+  return 'nobody clicks this';
+}
+function onNext() {
+  document.getElementById('out').textContent = 'Next';
+}
+"""
+PAGES = {
+    "/app.js": APP_JS,
+    "/": '<h1>One</h1><script src="/app.js"></script><button id="save" onclick="onSave()">Save</button>'
+         '<p id="out"></p><a id="two" href="/two">Page two</a>',
+    "/two": '<h1>Two</h1><script src="/app.js"></script><button id="next" onclick="onNext()">Next</button>'
+            '<p id="out"></p>',
+}
+
+
+class _Handler(PageHandler):
+    def do_GET(self) -> None:
+        body = PAGES.get(self.path, "missing").encode()
+        self.reply(body, "application/javascript" if self.path.endswith(".js") else HTML,
+                   200 if self.path in PAGES else 404)
+
+
+@pytest.fixture(scope="module")
+def site_url() -> Iterator[str]:
+    with serve(_Handler) as url:
+        yield url
+
+
+def _ran(cov: JsCoverage, name: str, baseline: bool = False) -> bool:
+    """Whether the function declared as ``function <name>`` in app.js was called (``baseline``: while a landing
+    screen loaded)."""
+    start = APP_JS.index(f"function {name}")
+    end = APP_JS.index("{", start)
+    return any(start <= off <= end for s in cov.scripts.values() if s.url.endswith("/app.js")
+               for off in (s.baseline_called if baseline else s.called))
+
+
+@pytest.mark.server
+def test_clicking_a_button_covers_its_handler_across_a_navigation(chromedriver_url: str, site_url: str) -> None:
+    device = open_device(EndpointSpec("d0", chromedriver_url), Profile(VIEWPORTS["desktop"]))
+    cov = JsCoverage(HOSTS)
+    try:
+        drv = device.driver
+        cov.start(drv)
+        drv.get(site_url + "/")
+        cov.take(drv)
+        assert not _ran(cov, "onSave")  # loading the page defines the handler but does not run it
+        drv.find_element("css selector", "#save").click()
+        cov.take(drv)
+        assert _ran(cov, "onSave") and not _ran(cov, "onNext")
+        drv.find_element("css selector", "#two").click()  # a new document: its counts start from zero
+        drv.find_element("css selector", "#next").click()
+        cov.take(drv)
+    finally:
+        device.quit()
+    assert _ran(cov, "onSave") and _ran(cov, "onNext")  # page one's handler is still counted
+    assert not _ran(cov, "neverCalled")
+    s = cov.summary()
+    assert s["scripts"] >= 1 and 0 < s["covered_bytes"] < s["bytes"], s
+
+
+@pytest.mark.server
+@pytest.mark.parametrize("on", [True, False])
+def test_a_crawl_with_js_coverage_records_the_handlers_it_clicked(chromedriver_url: str, site_url: str,
+                                                                   tmp_path: Path, on: bool) -> None:
+    cfg = parse_config({"run_id": "jscov", "output": str(tmp_path), "seed": 3,
+                        "devices": [{"name": "d0", "url": chromedriver_url}],
+                        "apps": [{"id": "site", "entry": site_url + "/", "js_coverage": on}],
+                        "budget": {"max_steps": 6, "max_seconds": 300, "max_restarts": 10}})
+    crawler = Crawler(cfg, cfg.apps[0], Profile(VIEWPORTS["desktop"]), EndpointSpec("d0", chromedriver_url))
+    crawler.run()
+    app_dir = tmp_path / "site"
+    if not on:
+        assert summary_of(app_dir) is None and not (app_dir / "js-coverage").exists()
+        return
+    clicked = " ".join(e["action"] for e in crawler.audit.entries() if e["decision"] == "act")
+    cov = JsCoverage.load(next((app_dir / "js-coverage").glob("*.json")))
+    assert "'Save'" in clicked, clicked  # greedy tries every action on the entry screen first
+    assert _ran(cov, "onSave")
+    assert _ran(cov, "onNext") == ("'Next'" in clicked)
+    assert not _ran(cov, "neverCalled")
+    # loading the entry screen ran the script's top level (the baseline), not the handler the crawl clicked
+    assert not _ran(cov, "onSave", baseline=True)
+    s = cov.summary()
+    assert 0 < s["baseline_bytes"] < s["covered_bytes"] and s["beyond_functions"] >= 1, s
