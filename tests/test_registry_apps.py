@@ -66,11 +66,15 @@ def _past_entry(entry: str, locations: list[str]) -> list[str]:
 
 
 def _left_entry(crawler: Crawler, min_states: int = 3) -> bool:
-    """A one-page app keeps its address: past its entry screen means an action led from the landing screen to
-    another screen, and the crawl found at least ``min_states``."""
+    """A one-page app keeps its address: past its entry screen means an action led from a screen a restart landed
+    on to another screen, and the crawl found at least ``min_states``.
+
+    Every restart's landing counts as the entry, not only the first: on a loaded machine the first capture of an
+    editor can come before it has drawn itself (Node-RED's ``/`` before it routes to ``#flow/tab1``); the policy
+    then reloads, and the actions start from the second landing."""
     steps = [step for _w, step in crawler.store.steps()]
-    entry = next(step.observations[-1].state for step in steps if step.restart and step.observations)
-    moved = any(step.transition.from_state == entry and step.transition.to_state != entry
+    landings = {step.observations[-1].state for step in steps if step.restart and step.observations}
+    moved = any(step.transition.from_state in landings and step.transition.to_state != step.transition.from_state
                 for step in steps if step.transition is not None)
     return moved and len(crawler.graph.states) >= min_states
 
