@@ -9,9 +9,15 @@ sibling position: a flash message or a breadcrumb inserted above the content ren
 after it (``div[3]`` becomes ``div[4]``), which is not another screen. Android system UI and keyboards never reach
 this module (the XML parser drops them).
 
-**Dynamic regions** are learned, not configured: when a capture comes back to the same URL with the same
-structure and an element's text differs from last time (a rotating banner, a counter the placeholders did
-not catch), that element key is masked from then on, for every screen of the app. A perceptual hash of the
+**Dynamic regions** are learned, not configured, per screen family: when a capture comes back to the same URL
+with the same structure and an element's text differs from last time (a rotating banner, a counter the
+placeholders did not catch), that element's slot is masked from then on on every screen of that family (the
+normalized location: ``/note/<n>``). Slots are layout paths, so one family's changing "tip of the day" paragraph
+can share its slot with another family's note body; masking it app-wide would merge every note into one state.
+A slot is the app's instead (masked on every screen) when another family shows one of the same changing texts
+in it: a shell's rotating banner, learned once on one page, is then masked on pages where it was never seen to
+change. Mask entries are strings: ``slot`` (app-wide; also what logs written before family scopes hold) or
+``family + SCOPE_SEP + slot``. A perceptual hash of the
 screenshot is the secondary check that the pluggable ``Comparator`` may use; it is computed only for a
 comparator that uses it (decoding every screenshot costs ~30 ms a step, and curation hashes the stored
 screenshots itself).
@@ -37,6 +43,7 @@ _WS = re.compile(r"\s+")
 TEXT_LIMIT = 60
 REPEAT_MIN = 3  # a row template seen this many times is a list
 MAX_DYNAMIC_PER_VISIT = 3  # more changed elements than this between two visits is not "dynamic content"
+SCOPE_SEP = "\x1f"  # between a screen family and a slot in a family-scoped mask entry
 
 
 def normalize_text(text: str, limit: int = TEXT_LIMIT) -> str:
@@ -138,8 +145,28 @@ def features(screen: Screen, with_phash: bool = True) -> Features:
 
 
 def exact_hash(f: Features, mask: set[str] | frozenset[str] = frozenset()) -> str:
-    items = [f.structural_hash, *(f"{k}={v}" for k, v in sorted(f.content.items()) if k not in mask)]
+    """The capture's identity with ``mask``'s slots left out; ``mask`` may hold family-scoped entries, and only
+    those of ``f``'s family (and the app-wide ones) apply."""
+    masked = masked_slots(mask, f.location)
+    items = [f.structural_hash, *(f"{k}={v}" for k, v in sorted(f.content.items()) if k not in masked)]
     return _digest(items)
+
+
+def scoped(family: str, slot: str) -> str:
+    """The mask entry for ``slot`` on the screens of ``family`` only."""
+    return f"{family}{SCOPE_SEP}{slot}"
+
+
+def masked_slots(mask: set[str] | frozenset[str], family: str) -> set[str]:
+    """The slots ``mask`` hides on a screen of ``family``: the app-wide entries and that family's own."""
+    out = set()
+    for entry in mask:
+        fam, sep, slot = entry.partition(SCOPE_SEP)  # a location never holds the separator; a slot might
+        if not sep:
+            out.add(entry)
+        elif fam == family:
+            out.add(slot)
+    return out
 
 
 def perceptual_hash(png: bytes) -> int | None:
@@ -212,6 +239,9 @@ class StateTable:
     by_struct: dict[str, list[str]] = field(default_factory=dict)
     last_at: dict[tuple[str, str], Features] = field(default_factory=dict)  # (structure, raw url) -> last
     aliases: dict[str, str] = field(default_factory=dict)
+    # slot -> family -> the texts seen changing there (this process only: a resumed crawl reads its mask from
+    # the log, and only a slot's promotion to app-wide needs these)
+    dynamic_texts: dict[str, dict[str, set[str]]] = field(default_factory=dict)
 
     def canonical(self, sid: str) -> str:
         seen = set()
@@ -220,20 +250,46 @@ class StateTable:
             sid = self.aliases[sid]
         return sid
 
+    def mask_for(self, family: str) -> set[str]:
+        """The slots masked on a screen of ``family`` (a ``Features.location``)."""
+        return masked_slots(self.mask, family)
+
     def learn(self, f: Features) -> set[str]:
-        """New dynamic keys from comparing ``f`` with the last capture of the same structure and URL."""
+        """New mask entries: slots whose text changed since the last capture of the same structure and URL
+        (scoped to ``f``'s family), and family-scoped slots that turn out to be the app's shell (app-wide)."""
+        new = self._shared(f)
         prev = self.last_at.get((f.structural_hash, f.raw_location))
         self.last_at[(f.structural_hash, f.raw_location)] = f
         if prev is None:
-            return set()
+            return self._add(new)
         changed = {k for k, v in f.content.items() if k in prev.content and prev.content[k] != v}
         # Only text changes are dynamic; a toggled checkbox (state suffix) is a real state change.
         changed = {k for k in changed if prev.content[k].rsplit("|", 1)[1] == f.content[k].rsplit("|", 1)[1]}
         # A clock, banner or counter is a few elements; a page whose text changed wholesale (language switch,
         # another record) is a different screen, and learning it would mask everything.
         if len(changed) > max(MAX_DYNAMIC_PER_VISIT, len(f.content) // 10):
-            return set()
-        new = changed - self.mask
+            return self._add(new)
+        masked = self.mask_for(f.location)
+        for slot in changed - masked:
+            seen = self.dynamic_texts.setdefault(slot, {})
+            seen.setdefault(f.location, set()).update((prev.content[slot], f.content[slot]))
+            shell = any(rep.location != f.location and rep.content.get(slot) in seen[f.location]
+                        for rep in self.reps.values())
+            new.add(slot if shell else scoped(f.location, slot))
+        return self._add(new)
+
+    def _shared(self, f: Features) -> set[str]:
+        """Slots masked in another family whose changing texts ``f`` shows in the same place: the app's shell."""
+        out = set()
+        for slot, by_family in self.dynamic_texts.items():
+            if slot in self.mask or f.content.get(slot) is None:
+                continue
+            if any(fam != f.location and f.content[slot] in texts for fam, texts in by_family.items()):
+                out.add(slot)
+        return out
+
+    def _add(self, entries: set[str]) -> set[str]:
+        new = entries - self.mask
         self.mask |= new
         return new
 
@@ -242,11 +298,12 @@ class StateTable:
         merges: list[tuple[str, str]] = []
         if self.learn(f):
             merges = self._remerge()
+        mask = self.mask_for(f.location)
         for sid in self.by_struct.get(f.structural_hash, []):
-            if self.canonical(sid) == sid and self.comparator.same(self.reps[sid], f, self.mask):
+            if self.canonical(sid) == sid and self.comparator.same(self.reps[sid], f, mask):
                 return sid, merges
         sid = "s" + hashlib.sha256(
-            f"{self.app_id}\x1f{f.structural_hash}\x1f{self.comparator.key(f, self.mask)}".encode()
+            f"{self.app_id}\x1f{f.structural_hash}\x1f{self.comparator.key(f, mask)}".encode()
         ).hexdigest()[:15]
         if sid in self.reps:  # same key as an absorbed state: reuse its survivor
             return self.canonical(sid), merges
@@ -258,11 +315,14 @@ class StateTable:
         merges = []
         for ids in self.by_struct.values():
             live = [s for s in ids if self.canonical(s) == s]
+            if len(live) < 2:
+                continue
+            mask = self.mask_for(self.reps[live[0]].location)  # one structure: one location, one family
             for i, a in enumerate(live):
                 if self.canonical(a) != a:
                     continue
                 for b in live[i + 1:]:
-                    if self.canonical(b) == b and self.comparator.same(self.reps[a], self.reps[b], self.mask):
+                    if self.canonical(b) == b and self.comparator.same(self.reps[a], self.reps[b], mask):
                         self.aliases[b] = a
                         merges.append((b, a))
         return merges

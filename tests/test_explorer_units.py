@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from explorers.abstraction import StateTable, features, normalize_location, normalize_text
+from explorers.abstraction import SCOPE_SEP, StateTable, features, normalize_location, normalize_text, scoped
 from explorers.android_xml import AndroidXmlError, parse_bounds, parse_uiautomator_xml
 from explorers.candidates import candidates
 from explorers.config import ConfigError, parse_config
@@ -102,6 +102,50 @@ def test_dynamic_region_is_learned_and_states_merge() -> None:
     s_en = t2.assign(features(_screen("http://h/s", *en), False))[0]
     s_zh = t2.assign(features(_screen("http://h/s", *zh), False))[0]
     assert s_en != s_zh and not t2.mask
+
+
+def test_a_dynamic_region_masks_its_own_family_unless_another_family_shows_its_texts() -> None:
+    """A changing "tip" on the home page shares its layout slot with the note body of the note pages; masked
+    app-wide it would make every note one state. A shell banner, seen changing on one page and showing one of
+    the same texts elsewhere, is masked everywhere."""
+    def tip(text: str) -> Widget:
+        return _w("body", text, "main[1]/p[1]", role="text", clickable=False)
+
+    def banner(text: str) -> Widget:
+        return _w("banner", text, "header[1]/div[1]", clickable=False)
+
+    save = _w("save", "Save", "button[1]")
+    table = StateTable("app")
+    home_a = table.assign(features(_screen("http://h/", save, tip("Tip: press N for a new note")), False))[0]
+    home_b = table.assign(features(_screen("http://h/", save, tip("Tip: tags group notes")), False))[0]
+    assert table.canonical(home_b) == table.canonical(home_a)  # the tip is the home family's dynamic region
+    slot = next(iter(table.mask)).partition(SCOPE_SEP)[2]
+    assert table.mask == {scoped("h/", slot)} and table.mask_for("h/") == {slot}
+    assert table.mask_for("h/note/<n>") == set()
+    milk = table.assign(features(_screen("http://h/note/1", save, tip("Buy milk")), False))[0]
+    mum = table.assign(features(_screen("http://h/note/2", save, tip("Call mum")), False))[0]
+    assert milk != mum  # two notes stay two screens
+    # What an app-wide mask (the logs written before family scopes) does to them: one state.
+    legacy = StateTable("app", mask={slot})
+    assert legacy.assign(features(_screen("http://h/note/1", save, tip("Buy milk")), False))[0] == \
+        legacy.assign(features(_screen("http://h/note/2", save, tip("Call mum")), False))[0]
+
+    # The shell's banner: learned on /account while /settings already showed one of its texts -> app-wide.
+    table.assign(features(_screen("http://h/settings", save, banner("Share notes")), False))
+    table.assign(features(_screen("http://h/account", save, banner("Try Pro")), False))
+    table.assign(features(_screen("http://h/account", save, banner("Share notes")), False))
+    shell = next(e for e in table.mask if "banner" in e)
+    assert SCOPE_SEP not in shell and shell in table.mask_for("h/help")
+    help_a = table.assign(features(_screen("http://h/help", save, banner("Try Pro")), False))[0]
+    help_b = table.assign(features(_screen("http://h/help", save, banner("Dark mode is here")), False))[0]
+    assert help_a == help_b  # never seen changing on /help, masked there all the same
+
+    # Promotion later: the tip's texts appear in the same slot on another family's screen -> the slot is the app's.
+    assert slot not in table.mask
+    _sid = table.assign(features(_screen("http://h/about", save, tip("Tip: tags group notes")), False))
+    assert slot in table.mask
+    # From then on every family hides it (the earlier note states merge on the next remerge, as any learned mask).
+    assert table.assign(features(_screen("http://h/note/3", save, tip("Water plants")), False))[0] in (milk, mum)
 
 
 def test_safety_guard_blocks_by_label_id_and_form_url_in_two_languages() -> None:
