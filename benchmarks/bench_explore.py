@@ -45,7 +45,7 @@ Prints ``BENCH`` lines, per app and policy first; then ``crawl_failures``, ``uni
 ``coverage_vs_random`` (beyond the baseline; ``coverage_vs_random_raw`` beside it), ``states_vs_dfs``,
 ``states_vs_random``, ``steps_vs_raw`` and ``farm_2_vs_1``.
 Usage: ``python benchmarks/bench_explore.py [--steps 40] [--raw-steps 40] [--farm-steps 15] [--thirdparty auto]
-[--apps datasette,trac] [--js-coverage] [--crawls-only] [--json FILE]``.
+[--apps datasette,trac] [--js-coverage] [--crawls-only] [--json FILE] [--keep DIR]``.
 """
 
 from __future__ import annotations
@@ -443,6 +443,17 @@ def _geo(values: list[float]) -> float:
     return math.prod(values) ** (1 / len(values)) if values else float("nan")
 
 
+@contextmanager
+def _workdir(keep: Path | None) -> Iterator[Path]:
+    """Where the crawls write: ``keep`` (created, left in place) or a temporary folder removed at the end."""
+    if keep is not None:
+        keep.mkdir(parents=True, exist_ok=True)
+        yield keep
+        return
+    with tempfile.TemporaryDirectory(prefix="bench-explore-") as tmp:
+        yield Path(tmp)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--steps", type=int, default=200, help="action budget per app and policy (states_vs_random)")
@@ -460,11 +471,13 @@ def main() -> None:
     ap.add_argument("--crawls-only", action="store_true",
                     help="only the per-app policy comparison (skip steps_vs_raw and farm_2_vs_1)")
     ap.add_argument("--json", type=Path, help="also write the per-app figures to this JSON file")
+    ap.add_argument("--keep", type=Path,
+                    help="keep every crawl's output (graph, step log, audit, screenshots) in this folder instead of "
+                         "a temporary one, to read what each policy did afterwards")
     args = ap.parse_args()
     kinds = _app_kinds(args.thirdparty, [a.strip() for a in args.apps.split(",") if a.strip()] or None)
     procs: list[ManagedProcess] = []
-    with tempfile.TemporaryDirectory(prefix="bench-explore-") as tmp_s:
-        tmp = Path(tmp_s)
+    with _workdir(args.keep) as tmp:
         try:
             demo = start_demo_app(sys.executable, log_dir=tmp)
             procs.append(demo)
