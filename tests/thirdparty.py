@@ -306,12 +306,17 @@ IHATEMONEY_TABLES = {"project": "id", "person": "id", "bill": "id", "billowers":
 
 def ihatemoney_rows(db_path: Path) -> dict[str, dict[str, tuple[Any, ...]]]:
     """Every row of the tables a crawl could change, by primary key (the app's own record of its data)."""
+    return sqlite_rows(db_path, IHATEMONEY_TABLES)
+
+
+def sqlite_rows(db_path: Path, tables: dict[str, str]) -> dict[str, dict[str, tuple[Any, ...]]]:
+    """Every row of ``tables`` (name → key columns) by key, for ``changed_rows``: the app's own record of its data."""
     import sqlite3
 
     con = sqlite3.connect(db_path, timeout=30)
     try:
         out = {}
-        for table, key in IHATEMONEY_TABLES.items():
+        for table, key in tables.items():
             cur = con.execute(f"SELECT {key}, * FROM {table}")  # fixed table names, no input
             width = len(key.split(","))
             out[table] = {"|".join(str(v) for v in row[:width]): tuple(row[width:]) for row in cur}

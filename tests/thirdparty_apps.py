@@ -40,6 +40,7 @@ from tests.thirdparty import (
     _started,
     line_coverage,
     npm_install,
+    sqlite_rows,
 )
 
 DATASETTE_VERSION = "0.65.2"
@@ -203,20 +204,6 @@ def datasette_app(url: str) -> dict[str, Any]:
 
 def datasette_rows(data_dir: Path) -> dict[str, dict[str, tuple[Any, ...]]]:
     return sqlite_rows(data_dir / "library.db", DATASETTE_TABLES)
-
-
-def sqlite_rows(db_path: Path, tables: dict[str, str]) -> dict[str, dict[str, tuple[Any, ...]]]:
-    """Every row of ``tables`` (name → key columns) by key: the app's own record of its data."""
-    con = sqlite3.connect(db_path, timeout=30)
-    try:
-        out = {}
-        for table, key in tables.items():
-            cur = con.execute(f"SELECT {key}, * FROM {table}")  # fixed table names, no input
-            width = len(key.split(","))
-            out[table] = {"|".join(str(v) for v in row[:width]): tuple(row[width:]) for row in cur}
-        return out
-    finally:
-        con.close()
 
 
 # --- Trac --------------------------------------------------------------------------------------------------
