@@ -532,18 +532,19 @@ class Crawler:
         assert c is not None
         return self._act(device, cur, c, decision.reason)
 
-    def _js_coverage(self, what: str, device: Device, save: bool = False, baseline: bool = False) -> None:
+    def _js_coverage(self, what: str, device: Device, save: bool = False, baseline: bool = False) -> int:
         """Start or take the app's JS coverage (``js_coverage: true``; ``baseline``: the take that ends a
         restart's landing). A failure never ends the crawl: it is audited once per kind, and a start that fails
-        (a browser without DevTools) ends the measuring."""
+        (a browser without DevTools) ends the measuring. Returns the characters that ran for the first time."""
         cov = self.js_coverage
         if cov is None:
-            return
+            return 0
+        fresh = 0
         try:
             if what == "start":
                 cov.start(device.driver)
             else:
-                cov.take(device.driver, baseline)
+                fresh = cov.take(device.driver, baseline)
         except Exception as exc:
             if what == "start":
                 self.js_coverage = None
@@ -555,6 +556,7 @@ class Crawler:
                                         + (" (no JS coverage from here on)" if what == "start" else ""))
         if save and self.js_coverage is not None:
             self.js_coverage.save(coverage_path(self.store.dir, self.worker))
+        return fresh
 
     def _in_app_obs(self, obs: Observation) -> bool:
         if self.app.platform == "web":
@@ -579,6 +581,13 @@ class Crawler:
         if c.type is ActionType.TYPE and error is None:
             self._typed_texts.add(c.action.text or "")  # before the next screen is read: that value is ours
         _settled, screen = device.settle_and_capture()
+        if self.js_coverage is not None:
+            fresh = self._js_coverage("take", device)  # what this action made the app run: guides the policy
+            self.audit.write(worker=self.worker, step=self.stats.steps, state=cur.sid, decision="js-new-code",
+                             chars=fresh)
+            guide = getattr(self.policy, "code_reached", None)
+            if guide is not None:
+                guide(fresh)
         nxt = self._observe(screen)
         for text in device.dismissed_dialogs:
             self.audit.write(worker=self.worker, step=self.stats.steps, state=cur.sid, decision="dialog",

@@ -9,8 +9,11 @@ through chromedriver's CDP endpoint (``/session/{id}/goog/cdp/execute``). V8 kee
 navigation throws the old document's away, so the crawler calls ``take`` before every action, restart, URL
 opened and quit: ``Profiler.takePreciseCoverage`` returns what ran since the last take (and resets the counts).
 Each take is merged into a per-script byte map: a byte is covered when the innermost reported range around it
-(a function, or a block inside one) ran at least once. Scripts are keyed by URL and length (two inline scripts of
-one page, or a page served twice with other content, stay apart). Only the app's own scripts count: scripts
+(a function, or a block inside one) ran at least once. Scripts are keyed by URL alone: a take reports only the
+functions V8 chose to report then (not the whole script), so the largest offset it names varies from take to take
+and is no script's identity (keying by it split docsify.js into dozens of "scripts", each with an empty baseline, so
+page-load code counted as reached). A script's length is the largest offset any take reported. Two inline scripts of
+one page share its URL and are merged, which can only undercount. Only the app's own scripts count: scripts
 from its hosts, and scripts named by ``//# sourceURL`` (TiddlyWiki evaluates its modules that way); the
 crawler's own injected scripts have no URL and never count.
 
@@ -113,27 +116,30 @@ class JsCoverage:
         cdp(driver, "Profiler.enable")
         cdp(driver, "Profiler.startPreciseCoverage", {"callCount": False, "detailed": True})
 
-    def take(self, driver: Any, baseline: bool = False) -> None:
+    def take(self, driver: Any, baseline: bool = False) -> int:
         """Merge what ran since the last take; call before anything that may replace the document.
         ``baseline``: this take ends a landing (the entry screen loaded and settled), so it also counts as
-        baseline."""
-        self.add(cdp(driver, "Profiler.takePreciseCoverage").get("result", []), baseline)
+        baseline. Returns the characters that ran for the first time in this crawl (see ``add``)."""
+        return self.add(cdp(driver, "Profiler.takePreciseCoverage").get("result", []), baseline)
 
     # --- merging ---------------------------------------------------------------------------------------------
-    def add(self, result: Iterable[dict[str, Any]], baseline: bool = False) -> None:
+    def add(self, result: Iterable[dict[str, Any]], baseline: bool = False) -> int:
         """Merge one ``takePreciseCoverage`` result (a list of ScriptCoverage objects); ``baseline``: into the
-        baseline as well."""
+        baseline as well. Returns how many characters of the app's scripts ran that no earlier take had seen run:
+        what the code between two takes (one action, when the crawler takes after each) reached that was new."""
+        fresh = 0
         for script in result:
             url, functions = script.get("url", ""), script.get("functions", [])
             if not functions or not is_app_script(url, self.hosts):
                 continue
             size = max(r["endOffset"] for fn in functions for r in fn["ranges"])
-            key = f"{url}@{size}"
-            cov = self.scripts.get(key)
+            cov = self.scripts.get(url)
             if cov is None:
-                cov = self.scripts[key] = ScriptCoverage(url, size)
+                cov = self.scripts[url] = ScriptCoverage(url, size)
+            cov.size = max(cov.size, size)
             if any(r["count"] > 0 for fn in functions for r in fn["ranges"]):
                 ran = int.from_bytes(covered_map(functions, size), "little")
+                fresh += (ran & ~cov.covered).bit_count()
                 cov.covered |= ran
                 if baseline:
                     cov.baseline |= ran
@@ -144,10 +150,12 @@ class JsCoverage:
                     cov.called.add(first["startOffset"])
                     if baseline:
                         cov.baseline_called.add(first["startOffset"])
+        return fresh
 
     def merge(self, other: JsCoverage) -> None:
         for key, s in other.scripts.items():
             mine = self.scripts.setdefault(key, ScriptCoverage(s.url, s.size))
+            mine.size = max(mine.size, s.size)
             mine.covered |= s.covered
             mine.functions |= s.functions
             mine.called |= s.called
@@ -196,7 +204,9 @@ class JsCoverage:
             except (KeyError, TypeError, ValueError, zlib.error) as exc:
                 raise ValueError(f"{path}: script {i} ({s.get('url', '?') if isinstance(s, dict) else '?'}): "
                                  f"bad field ({type(exc).__name__}: {exc})") from None
-            out.scripts[f"{cov.url}@{cov.size}"] = cov
+            single = cls(out.hosts)
+            single.scripts[cov.url] = cov
+            out.merge(single)  # files written while scripts were keyed by URL and length hold a URL several times
         return out
 
 

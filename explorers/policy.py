@@ -36,6 +36,13 @@ settlement), a hop that missed twice in a row is no longer walked, and an action
 given up after two visits. A label whose elements changed nothing three times (settings toggles that re-render
 the same screen, an edit button whose confirm dialog is cancelled) is not worth another try.
 
+Where the crawl measures the app's own code (``js_coverage: true``), the policy is coverage-guided, as search-based
+app testers are: what an action found is judged by the code it made the app run, not only by the screen it showed.
+An action that ran at least CODE_NEW_MIN characters of the app's scripts no earlier action had run counts as a full
+discovery; one that only reached an unseen screen counts STATE_ONLY_CREDIT of one. An editor whose sidebar tabs and
+workspace tabs combine into hundreds of "new" screens (each tab × each flow) then stops looking promising once the
+combinations stop running new code, and the budget goes to what does (a dialog, a menu, a search).
+
 ``RandomPolicy`` is the uniform-random baseline (OS-Genesis-style random walk), ``DepthFirstPolicy`` DroidBot's
 naive depth-first one (first untried action, else back). A policy sees only candidates
 the safety guard allowed, and returns a reason with every decision for the audit log.
@@ -78,6 +85,7 @@ SUBMIT_TYPES = ("submit", "image", "")
 # across all screens is explored enough: each screen's group limit alone lets a 40-language menu, where every
 # entry makes a new screen with a fresh menu, take the whole budget.
 FAMILY_LIMIT = 4
+FAMILY_CODE_WINDOW = 2  # coverage-guided: a family is explored enough once its last this-many tries ran no new code
 # Labels an element may be tried with before a further relabelling (another language, another account) is no longer
 # a new context worth exploring: the first switch shows the app in another context, the thirtieth shows it again.
 RELABEL_LIMIT = 2
@@ -99,6 +107,11 @@ REGION_WEIGHT = 2.0
 # that record, a link by its target (a link to a known page is how synthesis learns equivalent controls: the
 # sidebar's and the page's "New note"), and typing by the form it fills, whatever its neighbours did.
 REGION_CLASSES = frozenset({"element-new", "element-seen", "submit-again", "submit-blocked", "other"})
+# Coverage-guided crawls (see the module docstring): characters of the app's scripts that must run for the first time
+# for an action to count as a full discovery (a hover or focus handler runs a few hundred), and what reaching an unseen
+# screen without running new code is worth.
+CODE_NEW_MIN = 500
+STATE_ONLY_CREDIT = 0.2
 
 
 @dataclass
@@ -185,7 +198,7 @@ class GreedyPolicy:
     _visited: set[str] = field(default_factory=set)
     _last_class: str | None = None
     _tries: dict[str, int] = field(default_factory=dict)  # class -> actions taken
-    _hits: dict[str, int] = field(default_factory=dict)  # class -> of those, reached a new state
+    _hits: dict[str, float] = field(default_factory=dict)  # class -> of those, discoveries (``_gain``)
     _seen: dict[tuple[str, str], _Seen] = field(default_factory=dict)  # (state, key) -> candidate facts
     _known: set[str] = field(default_factory=set)  # normalized locations of known states (this decision)
     _last_target: tuple[str, str] | None = None
@@ -197,6 +210,7 @@ class GreedyPolicy:
     _target_dests: dict[tuple[str, str], set[str]] = field(default_factory=dict)  # (identity, label) -> states
     _label_effect: dict[str, tuple[int, int]] = field(default_factory=dict)  # label -> (actions, screen changed)
     _family_tries: Counter[str] = field(default_factory=Counter)  # action family -> actions taken, in any state
+    _family_code: dict[str, list[bool]] = field(default_factory=dict)  # family -> recent tries: ran new code?
     _last_group: str = ""
     # Which URLs may be opened directly (the crawler sets it on the web: in-app hosts, nothing the deny-list names);
     # None: the platform cannot open a screen by its address, so only walks and restarts reach other states.
@@ -208,10 +222,12 @@ class GreedyPolicy:
     _context: dict[str, list[bool]] = field(default_factory=dict)  # screen family -> recent untried actions: new?
     _last_context: str | None = None  # the screen family the last untried action was taken in
     _target_effect: dict[tuple[str, str], tuple[int, int]] = field(default_factory=dict)  # identity -> (tries, changed)
-    _regions: dict[str, tuple[int, int]] = field(default_factory=dict)  # family|ancestor -> (untried actions, new)
+    _regions: dict[str, tuple[int, float]] = field(default_factory=dict)  # family|ancestor -> (untried, discoveries)
     _last_regions: list[str] = field(default_factory=list)  # the regions of the untried action just taken
     _at_landing: bool = False  # standing where a restart landed, nothing done since: the browser has no history
     _landing_retries: int = 0  # restarts because the entry offered nothing but "back"
+    _code_new: int | None = None  # new code characters the last action ran (``code_reached``); None: not measured
+    _code_guided: bool = False  # the crawl measures the app's code: discoveries are judged by it
 
     # --- what a resumed crawl keeps ------------------------------------------------------------------
     def snapshot(self) -> dict[str, Any]:
@@ -225,7 +241,7 @@ class GreedyPolicy:
             "labels_tried": {k: sorted(v) for k, v in self._labels_tried.items()},
             "target_dests": [[*k, sorted(v)] for k, v in self._target_dests.items()],
             "label_effect": {k: list(v) for k, v in self._label_effect.items()},
-            "family_tries": dict(self._family_tries),
+            "family_tries": dict(self._family_tries), "family_code": self._family_code,
             "radios": [list(k) for k in self._radios], "radio_defaults": [list(k) for k in self._radio_defaults],
             "hop_misses": [[*k, n] for k, n in self._hop_misses.items()],
             "latest": [[*k, v] for k, v in self._latest.items()],
@@ -234,7 +250,7 @@ class GreedyPolicy:
                      for (st, key), v in self._seen.items()],
             "open_landing": self._open_landing, "open_misses": dict(self._open_misses), "context": self._context,
             "target_effect": [[*k, *v] for k, v in self._target_effect.items()],
-            "regions": {k: list(v) for k, v in self._regions.items()},
+            "regions": {k: list(v) for k, v in self._regions.items()}, "code_guided": self._code_guided,
         }
 
     def restore(self, data: dict[str, Any]) -> None:
@@ -248,6 +264,7 @@ class GreedyPolicy:
         self._target_dests = {(t, lb): set(v) for t, lb, v in data["target_dests"]}
         self._label_effect = {k: (int(v[0]), int(v[1])) for k, v in data["label_effect"].items()}
         self._family_tries = Counter(data["family_tries"])
+        self._family_code = {k: [bool(x) for x in v] for k, v in data.get("family_code", {}).items()}
         self._radios = {(t, lb) for t, lb in data["radios"]}
         self._radio_defaults = {(t, lb) for t, lb in data["radio_defaults"]}
         self._hop_misses = Counter({(a, b): n for a, b, n in data["hop_misses"]})
@@ -258,9 +275,24 @@ class GreedyPolicy:
         self._open_misses = Counter(data["open_misses"])
         self._context = {k: list(v) for k, v in data["context"].items()}
         self._target_effect = {(t, lb): (int(n), int(c)) for t, lb, n, c in data.get("target_effect", [])}
-        self._regions = {k: (int(v[0]), int(v[1])) for k, v in data.get("regions", {}).items()}
+        self._regions = {k: (int(v[0]), float(v[1])) for k, v in data.get("regions", {}).items()}
+        self._code_guided = bool(data.get("code_guided", False))
 
     # --- learning ----------------------------------------------------------------------------------
+    def code_reached(self, chars: int) -> None:
+        """The crawler measured the app's code: the action just taken ran ``chars`` characters of its scripts that
+        no earlier action had run. From the first call on, discoveries are judged by code (module docstring)."""
+        self._code_guided = True
+        self._code_new = chars
+
+    def _gain(self, new_state: bool) -> float:
+        """What the last action discovered, 0..1: a new state; on a coverage-guided crawl, new code first."""
+        if not self._code_guided:
+            return float(new_state)
+        if (self._code_new or 0) >= CODE_NEW_MIN:
+            return 1.0
+        return STATE_ONLY_CREDIT if new_state else 0.0
+
     def restarted(self) -> None:
         """The crawler restarted on its own (after an error or leaving the app): the next state is a landing,
         and nothing in flight (a walk, the class of the last action) carries over to it."""
@@ -278,21 +310,23 @@ class GreedyPolicy:
 
     def _observe(self, graph: Graph, state: str) -> None:
         new = state not in self._visited
+        gain = self._gain(new)
+        self._code_new = None
         self._at_landing = False
         self._visited.add(state)
         cls = self._last_class
         if cls is not None and cls != "type-required":
             self._tries[cls] = self._tries.get(cls, 0) + 1
-            self._hits[cls] = self._hits.get(cls, 0) + int(new)
+            self._hits[cls] = self._hits.get(cls, 0) + gain
         if self._last_context is not None and cls != "type-required":
             recent = self._context.setdefault(self._last_context, [])
-            recent.append(new)
+            recent.append(gain > STATE_ONLY_CREDIT if self._code_guided else new)
             del recent[:-CONTEXT_WINDOW]
         self._last_context = None
         if cls != "type-required":
             for region in self._last_regions:
-                tries, hits = self._regions.get(region, (0, 0))
-                self._regions[region] = (tries + 1, hits + int(new))
+                tries, hits = self._regions.get(region, (0, 0.0))
+                self._regions[region] = (tries + 1, hits + gain)
         self._last_regions = []
         if self._last_target is not None:
             if self._last_hop is not None:
@@ -307,6 +341,9 @@ class GreedyPolicy:
             self._target_dests.setdefault(self._last_target, set()).add(state)
         if self._last_group:
             self._family_tries[self._last_group] += 1
+            recent_code = self._family_code.setdefault(self._last_group, [])
+            recent_code.append(gain >= 1.0)
+            del recent_code[:-FAMILY_CODE_WINDOW]
         self._last_class = self._last_target = None
         self._last_group = ""
         if self._restarting:
@@ -392,8 +429,12 @@ class GreedyPolicy:
             return "type"  # this field was filled (and its form submitted) elsewhere already
         if seen.identity in self._radio_defaults:
             return "radio-revert"  # re-choosing the option the form came with undoes the choice just made
-        if seen.group and not tried and self._family_tries[seen.group] >= FAMILY_LIMIT:
-            return "family-seen"  # a few rows of this list (entries of this menu) were tried already, elsewhere
+        if seen.group and not tried and self._family_tries[seen.group] >= FAMILY_LIMIT \
+                and not (self._code_guided and any(self._family_code.get(seen.group, []))):
+            # A few rows of this list (entries of this menu) were tried already, elsewhere. On a coverage-guided
+            # crawl, only once the last few stopped running new code: a list's rows share one renderer, a menu's
+            # entries open a dialog each.
+            return "family-seen"
         if seen.label and seen.cls_hint in ("link", "element", "submit"):
             tries, changed = self._label_effect.get(seen.label, (0, 0))
             if tries >= DEAD_LABEL_TRIES and not changed:

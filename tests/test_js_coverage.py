@@ -46,6 +46,53 @@ def test_takes_merge_by_script_and_keep_what_ran_in_any_take() -> None:
                  "baseline_bytes": 0, "baseline_functions": 0, "beyond_bytes": 70, "beyond_functions": 2}
 
 
+def test_a_take_reports_the_characters_that_ran_for_the_first_time() -> None:
+    """What guides a coverage-guided crawl: each take's new code, not what ran again."""
+    cov = JsCoverage(HOSTS)
+    url = "http://127.0.0.1:9/app.js"
+    top = _fn(0, 100, 1, (10, 40, 0), (50, 80, 0))  # the top level ran, two blocks of it did not
+    assert cov.add([{"url": url, "functions": [top]}], baseline=True) == 40
+    # an action ran the first block: 30 new characters; the top level again adds nothing
+    assert cov.add([{"url": url, "functions": [_fn(0, 100, 1, (10, 40, 1), (50, 80, 0))]}]) == 30
+    assert cov.add([{"url": url, "functions": [_fn(0, 100, 1, (10, 40, 1), (50, 80, 0))]}]) == 0
+    # a script of another host is not the app's: never new code
+    assert cov.add([{"url": "http://cdn.example/x.js", "functions": [_fn(0, 500, 1)]}]) == 0
+    assert cov.summary()["covered_bytes"] == 70
+
+
+def test_takes_that_report_different_parts_of_a_script_are_one_script() -> None:
+    """V8 reports what it chooses per take, so the largest offset a take names varies: it is not the script's
+    identity (keyed by it, docsify.js became dozens of scripts, each with an empty baseline)."""
+    cov = JsCoverage(HOSTS)
+    url = "http://127.0.0.1:9/app.js"
+    cov.add([{"url": url, "functions": [_fn(0, 1000, 1, (100, 900, 0))]}], baseline=True)  # load: 200 ran
+    # a later take reports only a function at [100, 400): it ran, and the part [100, 200) of it is new ...
+    assert cov.add([{"url": url, "functions": [_fn(100, 400, 1)]}]) == 300
+    # ... and a take of the page load again, reported up to offset 600 only, adds nothing and is no new script
+    assert cov.add([{"url": url, "functions": [_fn(0, 600, 1, (100, 600, 0))]}]) == 0
+    assert len(cov.scripts) == 1
+    s = cov.summary()
+    assert (s["bytes"], s["covered_bytes"], s["baseline_bytes"], s["beyond_bytes"]) == (1000, 500, 200, 300)
+
+
+def test_a_coverage_file_that_holds_a_script_twice_reads_back_as_one(tmp_path: Path) -> None:
+    """Files written while scripts were keyed by URL and length list one URL under several lengths."""
+    cov = JsCoverage(HOSTS)
+    url = "http://127.0.0.1:9/app.js"
+    cov.add([{"url": url, "functions": [_fn(0, 100, 1)]}], baseline=True)
+    cov.save(tmp_path / "a.json")
+    data = json.loads((tmp_path / "a.json").read_text())
+    other = JsCoverage(HOSTS)
+    other.add([{"url": url, "functions": [_fn(50, 300, 1)]}])
+    other.save(tmp_path / "b.json")
+    data["scripts"] += json.loads((tmp_path / "b.json").read_text())["scripts"]
+    (tmp_path / "old.json").write_text(json.dumps(data))
+    back = JsCoverage.load(tmp_path / "old.json")
+    assert list(back.scripts) == [url]
+    s = back.summary()
+    assert (s["bytes"], s["covered_bytes"], s["baseline_bytes"], s["beyond_bytes"]) == (300, 300, 100, 200)
+
+
 def test_what_the_landing_ran_is_the_baseline_and_only_code_beyond_it_counts_as_reached() -> None:
     cov = JsCoverage(HOSTS)
     url = "http://127.0.0.1:9/app.js"
@@ -203,9 +250,18 @@ def test_a_crawl_with_js_coverage_records_the_handlers_it_clicked(chromedriver_u
     app_dir = tmp_path / "site"
     if not on:
         assert summary_of(app_dir) is None and not (app_dir / "js-coverage").exists()
+        assert not any(e["decision"] == "js-new-code" for e in crawler.audit.entries())
         return
-    clicked = " ".join(e["action"] for e in crawler.audit.entries() if e["decision"] == "act")
+    entries = crawler.audit.entries()
+    clicked = " ".join(e["action"] for e in entries if e["decision"] == "act")
     cov = JsCoverage.load(next((app_dir / "js-coverage").glob("*.json")))
+    # every action's new code is audited and given to the policy, which is then coverage-guided
+    acts = [e for e in entries if e["decision"] == "act"]
+    code = [e for e in entries if e["decision"] == "js-new-code"]
+    assert len(code) == len(acts) and all(e["chars"] >= 0 for e in code)
+    save = next(i for i, e in enumerate(acts) if "'Save'" in e["action"])
+    assert code[save]["chars"] >= len("document.getElementById('out').textContent = 'Saved';"), code[save]
+    assert crawler.policy.snapshot()["code_guided"] is True
     assert "'Save'" in clicked, clicked  # greedy tries every action on the entry screen first
     assert _ran(cov, "onSave")
     assert _ran(cov, "onNext") == ("'Next'" in clicked)
