@@ -124,8 +124,9 @@ class AppConfig(ConfigModel):
     # fresh app). Default: on when ``reset`` is set.
     reset_after_write: bool | None = None
     # Measure the app's own JavaScript code coverage (Chromium's precise coverage, ``explorers.js_coverage``),
-    # written to ``js-coverage/<worker>.json`` in the app's output folder. Web on Chromium only; it costs a
-    # DevTools round trip per step, so it is off by default.
+    # written to ``js-coverage/<worker>.json`` in the app's output folder. It also guides the greedy policy: an
+    # action counts as a discovery when it ran app code no earlier action ran (``explorers.policy``, coverage-guided).
+    # Web on Chromium only; it costs DevTools round trips per step, so it is off by default.
     js_coverage: bool = False
 
     @model_validator(mode="after")

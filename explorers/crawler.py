@@ -54,6 +54,7 @@ from schemas.processes import process_start
 
 INPUT_TYPES = {ActionType.TYPE, ActionType.SELECT}
 POLICY_SNAPSHOT_EVERY = 10  # steps between saves of what the policy learned (and at the end of every run)
+LANDING_WAIT_S = 10.0  # how long a restart waits for an entry screen that offers nothing to act on to draw itself
 
 
 @dataclass
@@ -366,10 +367,27 @@ class Crawler:
         for step in self.app.setup:
             self.audit.write(worker=self.worker, decision="script", reason="setup",
                              action=run_step(device, step.filled(values), self.app.entry))
-        landing = self._observe(device.capture(), index=len(parts))
+        landing = self._observe(self._drawn(device), index=len(parts))
         self._js_coverage("take", device, baseline=True)  # what loading the entry screen ran: the baseline
         self._commit([*parts, landing], restart=True, reason=reason)
         return landing
+
+    def _drawn(self, device: Device) -> Screen:
+        """The landing screen once it offers something to act on, waiting at most LANDING_WAIT_S.
+
+        Why: a single-page editor draws itself after the page's load event, with quiet gaps between fetching its
+        settings, its node types and its flows longer than any settle window (Node-RED: a bare header for a second
+        or two). Read then, the landing is a blank screen in the graph, the first action's screen is the real entry,
+        and with ``js_coverage`` the editor's whole start-up (half a megabyte of script) is credited to that action
+        instead of the baseline. A screen that offers an element to click or type into is drawn.
+        """
+        screen = device.capture()
+        deadline = time.monotonic() + LANDING_WAIT_S
+        while not _offers_actions(screen) and time.monotonic() < deadline:
+            time.sleep(self.settle.interval_s * 2)  # polling a condition, bounded: the next read decides
+            device.settle()
+            screen = device.capture()
+        return screen
 
     @staticmethod
     def _url(device: Device) -> str:
@@ -624,6 +642,12 @@ class Crawler:
         self.stats.restarts += 1
         self._policy_restarted()
         return self._restart(device, "still outside the app after going back", nxt.sid)
+
+
+def _offers_actions(screen: Screen) -> bool:
+    """Whether a screen shows an element a person could act on (the landing wait's test of a drawn screen)."""
+    return any(e.visible and e.enabled and (e.clickable or e.editable or e.checkable)
+               for e in (w.element for w in screen.widgets))
 
 
 def _posts_form(c: Candidate) -> bool:

@@ -181,6 +181,9 @@ function neverCalled() {
 function onNext() {
   document.getElementById('out').textContent = 'Next';
 }
+function drawEditor() {
+  document.body.insertAdjacentHTML('beforeend', '<button id="start" onclick="onSave()">Start</button><p id="out"></p>');
+}
 """
 PAGES = {
     "/app.js": APP_JS,
@@ -188,6 +191,8 @@ PAGES = {
          '<p id="out"></p><a id="two" href="/two">Page two</a>',
     "/two": '<h1>Two</h1><script src="/app.js"></script><button id="next" onclick="onNext()">Next</button>'
             '<p id="out"></p>',
+    # an editor that draws itself well after its load event (Node-RED: a bare header while it fetches its flows)
+    "/late": '<header>Editor</header><script src="/app.js"></script><script>setTimeout(drawEditor, 1500)</script>',
 }
 
 
@@ -270,3 +275,21 @@ def test_a_crawl_with_js_coverage_records_the_handlers_it_clicked(chromedriver_u
     assert not _ran(cov, "onSave", baseline=True)
     s = cov.summary()
     assert 0 < s["baseline_bytes"] < s["covered_bytes"] and s["beyond_functions"] >= 1, s
+
+
+@pytest.mark.server
+def test_a_restart_waits_for_an_editor_that_draws_itself_late(chromedriver_url: str, site_url: str,
+                                                             tmp_path: Path) -> None:
+    """The landing is read once the screen offers something to act on: the graph's entry is the drawn editor, and
+    its start-up code is baseline, not credited to the first action."""
+    cfg = parse_config({"run_id": "late", "output": str(tmp_path), "seed": 3,
+                        "devices": [{"name": "d0", "url": chromedriver_url}],
+                        "apps": [{"id": "site", "entry": site_url + "/late", "js_coverage": True}],
+                        "budget": {"max_steps": 2, "max_seconds": 300, "max_restarts": 5}})
+    crawler = Crawler(cfg, cfg.apps[0], Profile(VIEWPORTS["desktop"]), EndpointSpec("d0", chromedriver_url))
+    crawler.run()
+    acts = [e["action"] for e in crawler.audit.entries() if e["decision"] == "act"]
+    assert acts and "'Start'" in acts[0], acts  # the first action is on the drawn editor, not "back" from a blank page
+    cov = JsCoverage.load(next((tmp_path / "site" / "js-coverage").glob("*.json")))
+    assert _ran(cov, "drawEditor", baseline=True)
+    assert _ran(cov, "onSave") and not _ran(cov, "onSave", baseline=True)
