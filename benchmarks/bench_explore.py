@@ -23,12 +23,15 @@
    package; with ``--js-coverage``, for TiddlyWiki, docsify and Node-RED, characters of the app's own scripts
    that ran in Chromium, ``explorers.js_coverage``). **Coverage is counted beyond a baseline**, as test-generation
    papers do (code reached by the crawl's interactions, not by merely opening the app): the baseline is what
-   loading the entry screen runs. For the JS apps it is measured per crawl, as the union of every restart's
-   landing (entry URL loaded, login and setup run, screen settled and read); for the Python apps, per crawl on
+   loading the entry screen runs. For the JS apps it is the union of every restart's landing (entry URL loaded,
+   login and setup run, screen drawn, settled and read) over *all three* crawls of the app, scripts matched by
+   path (``explorers.js_coverage.shared_baseline``): what a landing runs depends on when it is read, and with a
+   baseline per crawl "beyond the baseline" ranked the baselines (docsify: equal raw coverage, 37 K characters
+   apart in the baselines); for the Python apps, per crawl on
    the crawl's own instance, as what start-up's readiness probe and one landing on the entry screen (a browser
    session opening it, settling and logging in like a restart) ran before the crawl starts
    (``tests.thirdparty.mark_baseline``). A line or character counts when the crawl ran it and the baseline did
-   not; the union-of-restarts baseline charges a policy that restarts more, never credits it. The raw totals
+   not. The raw totals
    (everything that ran, page load included) are printed too (``coverage_vs_random_raw``, ``covered_*_raw``).
    ``crawl_failures`` (jobs that died) and ``unintended_writes`` (changes the crawls made that
    nobody allowed, read from each app's own data: the demo app's log of dangerous actions done, seeded database
@@ -82,7 +85,7 @@ from explorers.config import parse_config  # noqa: E402
 from explorers.crawler import Crawler  # noqa: E402
 from explorers.demo_app.crawl_config import login_script  # noqa: E402
 from explorers.farm import run_farm  # noqa: E402
-from explorers.js_coverage import summary_of  # noqa: E402
+from explorers.js_coverage import load_crawl, shared_baseline  # noqa: E402
 from explorers.local_servers import ManagedProcess, start_chromedriver, start_demo_app  # noqa: E402
 from explorers.profiles import VIEWPORTS, Profile  # noqa: E402
 from explorers.scripts import log_in, run_step  # noqa: E402
@@ -372,13 +375,7 @@ def _crawl_job(out: Path, device: str, app: AppRun, steps: int, policy: str) -> 
             land(device, app.entry)
             thirdparty.mark_baseline(app.proc, app.coverage_file)
         states, rate, n = crawl(out, device, app.entry, steps, policy)
-        run = PolicyRun(states, rate, n)
-        if app.entry.get("js_coverage"):
-            run.js = summary_of(out / app.entry["id"])
-            if run.js is not None:
-                run.covered, run.covered_raw, run.baseline, run.covered_unit = (
-                    run.js["beyond_bytes"], run.js["covered_bytes"], run.js["baseline_bytes"], "js_bytes")
-        return run
+        return PolicyRun(states, rate, n)
     except Exception as exc:  # a dead job is a benchmark figure (crawl_failures), not the end of the benchmark
         console.print(f"[red]{app.entry['id']} {policy} crawl died:[/red] {type(exc).__name__}: {exc}", markup=True)
         return PolicyRun(failed=f"{type(exc).__name__}: {str(exc)[:200]}")
@@ -397,6 +394,13 @@ def compare_policies(kind: str, tmp: Path, drivers: list[str], steps: int, procs
                    for i, p in enumerate(POLICIES)}
         got = {p: f.result() for p, f in futures.items()}
     app_id = runs["greedy"].entry["id"]
+    js_crawls = {p: cov for p in POLICIES if not got[p].failed and runs[p].entry.get("js_coverage")
+                 and (cov := load_crawl(outs[p] / app_id)) is not None}
+    for p, summary in shared_baseline(js_crawls).items():  # one baseline for all policies (js_coverage docs)
+        r = got[p]
+        r.js = summary
+        r.covered, r.covered_raw, r.baseline, r.covered_unit = (
+            summary["beyond_bytes"], summary["covered_bytes"], summary["baseline_bytes"], "js_bytes")
     for p, r in got.items():
         r.writes = unintended_writes(runs[p])
         cov_file = runs[p].coverage_file

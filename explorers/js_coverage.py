@@ -222,12 +222,55 @@ def coverage_path(app_dir: Path, worker: str) -> Path:
     return app_dir / "js-coverage" / f"{worker}.json"
 
 
-def summary_of(app_dir: Path) -> dict[str, int] | None:
-    """The merged summary of every worker's JS coverage in a crawl's app folder; None when none was measured."""
+def load_crawl(app_dir: Path) -> JsCoverage | None:
+    """Every worker's JS coverage in a crawl's app folder, merged; None when none was measured."""
     files = sorted((app_dir / "js-coverage").glob("*.json"))
     if not files:
         return None
     total = JsCoverage([])
     for f in files:
         total.merge(JsCoverage.load(f))
-    return total.summary()
+    return total
+
+
+def summary_of(app_dir: Path) -> dict[str, int] | None:
+    """The merged summary of every worker's JS coverage in a crawl's app folder; None when none was measured."""
+    total = load_crawl(app_dir)
+    return total.summary() if total is not None else None
+
+
+def _script_path(url: str) -> str:
+    """A script's name without the server it came from: two instances of one app (other ports) serve the same
+    ``/red/red.min.js``."""
+    parts = urlsplit(url)
+    if parts.scheme in ("http", "https"):
+        return parts.path + (f"?{parts.query}" if parts.query else "")
+    return url
+
+
+def shared_baseline(crawls: dict[str, JsCoverage]) -> dict[str, dict[str, int]]:
+    """Summaries of several crawls of one app (each on its own instance), all measured beyond one baseline: the
+    union of what every crawl's landings ran, scripts matched by path.
+
+    Why: what a landing runs depends on when it is read (docsify renders its page after fetching it; a restart
+    after the crawl changed something shows more), so per-crawl baselines differ by tens of thousands of characters
+    between policies that covered the same code, and "beyond the baseline" then ranks the baselines. The
+    comparison of policies uses one baseline for all, as it uses one state abstraction for all.
+    """
+    base: dict[str, int] = {}
+    called: dict[str, set[int]] = {}
+    for cov in crawls.values():
+        for s in cov.scripts.values():
+            key = _script_path(s.url)
+            base[key] = base.get(key, 0) | s.baseline
+            called.setdefault(key, set()).update(s.baseline_called)
+    out: dict[str, dict[str, int]] = {}
+    for name, cov in crawls.items():
+        shared = JsCoverage(cov.hosts)
+        for key, s in cov.scripts.items():
+            path = _script_path(s.url)
+            shared.scripts[key] = ScriptCoverage(s.url, s.size, s.covered, s.functions, s.called,
+                                                 base.get(path, 0) & s.covered | s.baseline,
+                                                 (called.get(path, set()) & s.called) | s.baseline_called)
+        out[name] = shared.summary()
+    return out

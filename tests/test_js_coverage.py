@@ -12,7 +12,7 @@ import pytest
 
 from explorers.config import parse_config
 from explorers.crawler import Crawler
-from explorers.js_coverage import JsCoverage, covered_map, is_app_script, summary_of
+from explorers.js_coverage import JsCoverage, covered_map, is_app_script, shared_baseline, summary_of
 from explorers.profiles import VIEWPORTS, Profile
 from explorers.sessions import EndpointSpec, open_device
 from tests.pages import HTML, PageHandler, serve
@@ -107,6 +107,20 @@ def test_what_the_landing_ran_is_the_baseline_and_only_code_beyond_it_counts_as_
     # a later landing (a restart) that runs the handler on load moves it into the baseline: union of landings
     cov.add([{"url": url, "functions": [_fn(0, 100, 1), _fn(10, 40, 1), _fn(50, 80, 0)]}], baseline=True)
     assert cov.summary()["beyond_bytes"] == 0 and cov.summary()["beyond_functions"] == 0
+
+
+def test_crawls_compared_side_by_side_are_measured_beyond_one_baseline() -> None:
+    """Each crawl ran on its own instance (another port); one read its landing before the page had rendered, so
+    its own baseline lacks the renderer, which then counted as code its first action reached."""
+    early, late = JsCoverage(HOSTS), JsCoverage(HOSTS)
+    late.add([{"url": "http://127.0.0.1:9001/app.js", "functions": [_fn(0, 200, 1, (100, 200, 0))]}], baseline=True)
+    late.add([{"url": "http://127.0.0.1:9001/app.js", "functions": [_fn(150, 200, 1)]}])
+    early.add([{"url": "http://127.0.0.1:9002/app.js", "functions": [_fn(0, 200, 1, (50, 200, 0))]}], baseline=True)
+    early.add([{"url": "http://127.0.0.1:9002/app.js", "functions": [_fn(50, 100, 1), _fn(150, 200, 1)]}])
+    assert (early.summary()["beyond_bytes"], late.summary()["beyond_bytes"]) == (100, 50)
+    shared = shared_baseline({"early": early, "late": late})
+    assert (shared["early"]["beyond_bytes"], shared["late"]["beyond_bytes"]) == (50, 50)  # the same code reached
+    assert shared["early"]["covered_bytes"] == early.summary()["covered_bytes"]  # raw totals are untouched
 
 
 def test_the_baseline_survives_save_load_and_merges_across_workers(tmp_path: Path) -> None:
