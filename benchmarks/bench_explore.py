@@ -38,8 +38,10 @@
    rows edited or removed, TiddlyWiki's stored tiddlers and Node-RED's deployed nodes edited or removed).
    A per-app table (states, coverage and unintended writes per policy) closes this part; ``--json`` saves it.
 2. ``steps_vs_raw`` — steps/s of a trajforge crawl (random policy, so the choice of action is as cheap as the
-   raw loop's) vs a raw Selenium loop doing the same observe+act calls on the same app and profile: find the
-   clickable elements, screenshot, page source, tap one at random with a zero-duration pointer, wait for
+   raw loop's) vs a raw Selenium loop doing the same observe+act calls on the same app and profile, replaying the
+   crawl's own actions (so a tap that loads a page is paid by both: the ratio is the crawl's overhead; the older
+   loop's random taps, mostly on labels and inputs that load nothing, are ``steps_vs_raw_random_taps``): find the
+   clickable elements, screenshot, page source, tap with a zero-duration pointer (or type, or go back), wait for
    ``document.readyState``. No abstraction, no safety guard, no storage. Both exclude session start and login.
 3. ``farm_2_vs_1`` — wall time of the farm running the same jobs (demo app × 2 viewports × 2 locales, 40 steps
    each) on 1 vs 2 chromedriver devices, one worker process each; worker start-up is included, as users pay it.
@@ -206,8 +208,20 @@ def _mean_ms(values: list[float]) -> float:
     return 1000 * sum(values) / len(values) if values else 0.0
 
 
-def raw_loop(device: str, app_url: str, steps: int, seed: int = 7) -> float:
-    """The raw Selenium baseline on the demo app (logged in first); returns steps/s."""
+def _raw_tap(drv: WebDriver, x: float, y: float) -> None:
+    b = ActionBuilder(drv, mouse=PointerInput(interaction.POINTER_TOUCH, "finger"), duration=0)
+    b.pointer_action.move_to_location(round(x), round(y)).pointer_down().pointer_up()
+    b.perform()
+
+
+def raw_loop(device: str, app_url: str, steps: int, seed: int = 7,
+             replay: list[dict[str, Any]] | None = None) -> float:
+    """The raw Selenium baseline on the demo app (logged in first); returns steps/s.
+
+    Every step finds the clickable elements, takes a screenshot and the page source, acts, and waits for
+    ``document.readyState``. What it does: with ``replay``, the actions a crawl took (its transitions, in order: a
+    tap where the crawl tapped, typing, back), so both loops do the same work and the ratio is the crawl's
+    overhead (a tap that loads a page costs the load in both); without, a tap on a random clickable."""
     from explorers.config import ScriptStep
 
     d = open_device(EndpointSpec("raw", device), Profile(VIEWPORTS["desktop"]))
@@ -217,20 +231,27 @@ def raw_loop(device: str, app_url: str, steps: int, seed: int = 7) -> float:
         drv.get(app_url + "/")
         for step in DEMO_LOGIN["steps"]:
             run_step(d, ScriptStep.model_validate(step), app_url + "/")
+        css_width = float(drv.execute_script("return window.innerWidth"))
         t0 = time.perf_counter()
-        for _ in range(steps):
+        for i in range(steps):
             els = drv.find_elements(By.CSS_SELECTOR, RAW_CLICKABLE)
             drv.get_screenshot_as_png()
             _ = drv.page_source
-            if els:
-                try:
+            try:
+                if replay is not None:
+                    a = replay[i % len(replay)]
+                    if a["type"] == "navigate_back":
+                        drv.back()
+                    elif a.get("x") is not None:
+                        css_per_px = css_width / (a.get("image_width") or css_width)  # screenshot px -> CSS px
+                        _raw_tap(drv, a["x"] * css_per_px, a["y"] * css_per_px)
+                        if a["type"] == "type" and a.get("text"):
+                            drv.switch_to.active_element.send_keys(a["text"])
+                elif els:
                     r = rng.choice(els).rect
-                    b = ActionBuilder(drv, mouse=PointerInput(interaction.POINTER_TOUCH, "finger"), duration=0)
-                    b.pointer_action.move_to_location(round(r["x"] + r["width"] / 2),
-                                                      round(r["y"] + r["height"] / 2)).pointer_down().pointer_up()
-                    b.perform()
-                except Exception:  # stale or off-screen element: a raw loop just moves on
-                    pass
+                    _raw_tap(drv, r["x"] + r["width"] / 2, r["y"] + r["height"] / 2)
+            except Exception:  # stale or off-screen element: a raw loop just moves on
+                pass
             deadline = time.monotonic() + 3
             while drv.execute_script("return document.readyState") != "complete" and time.monotonic() < deadline:
                 time.sleep(0.02)
@@ -239,6 +260,12 @@ def raw_loop(device: str, app_url: str, steps: int, seed: int = 7) -> float:
         return steps / (time.perf_counter() - t0)
     finally:
         d.quit()
+
+
+def crawl_actions(out: Path, app_id: str) -> list[dict[str, Any]]:
+    """The actions of a crawl's transitions, in the order it took them (what ``raw_loop`` replays)."""
+    t = pq.read_table(out / app_id / "transitions.parquet", columns=["timestamp", "action"]).to_pylist()
+    return [row["action"] for row in sorted(t, key=lambda row: row["timestamp"])]
 
 
 def farm_seconds(out: Path, devices: list[str], app_url: str, steps: int) -> float:
@@ -527,7 +554,9 @@ def main() -> None:
                 _s, tf_rate, _n = crawl(tmp / "speed-random", drivers[0].url, demo_app(demo.url), args.raw_steps,
                                         "random")
             with command_times() as raw_cmds:
-                raw_rate = raw_loop(drivers[0].url, demo.url, args.raw_steps)
+                raw_rate = raw_loop(drivers[0].url, demo.url, args.raw_steps,
+                                    replay=crawl_actions(tmp / "speed-random", demo_app(demo.url)["id"]))
+            random_taps_rate = raw_loop(drivers[0].url, demo.url, args.raw_steps)
             console.print(f"steps/s: trajforge random {tf_rate:.2f}, greedy {greedy_rate:.2f}, raw {raw_rate:.2f}")
             # Why they differ: a tap's round trip waits for the page load it starts. The raw loop taps any
             # clickable (labels, inputs, disabled buttons: no load); the crawl's candidates are actions that do
@@ -541,6 +570,7 @@ def main() -> None:
             print(f"BENCH steps_per_s_trajforge_random={tf_rate:.3f}")
             print(f"BENCH steps_per_s_trajforge_greedy={greedy_rate:.3f}")
             print(f"BENCH steps_per_s_raw={raw_rate:.3f}")
+            print(f"BENCH steps_per_s_raw_random_taps={random_taps_rate:.3f}")
 
             one = farm_seconds(tmp / "farm1", [drivers[0].url], demo.url, args.farm_steps)
             two = farm_seconds(tmp / "farm2", [d.url for d in drivers[:2]], demo.url, args.farm_steps)
@@ -549,6 +579,7 @@ def main() -> None:
             print(f"BENCH farm_2_devices_s={two:.2f}")
 
             print(f"BENCH steps_vs_raw={tf_rate / raw_rate:.3f}")
+            print(f"BENCH steps_vs_raw_random_taps={tf_rate / random_taps_rate:.3f}")
             print(f"BENCH farm_2_vs_1={one / two:.3f}")
         finally:
             for p in procs:
