@@ -55,6 +55,7 @@ from schemas.processes import process_start
 INPUT_TYPES = {ActionType.TYPE, ActionType.SELECT}
 POLICY_SNAPSHOT_EVERY = 10  # steps between saves of what the policy learned (and at the end of every run)
 LANDING_WAIT_S = 10.0  # how long a restart waits for an entry screen that offers nothing to act on to draw itself
+LANDING_IDLE_S = 0.5  # ... while it keeps loading: a screen that loaded nothing for this long is drawn as it is
 
 
 @dataclass
@@ -379,11 +380,16 @@ class Crawler:
         settings, its node types and its flows longer than any settle window (Node-RED: a bare header for a second
         or two). Read then, the landing is a blank screen in the graph, the first action's screen is the real entry,
         and with ``js_coverage`` the editor's whole start-up (half a megabyte of script) is credited to that action
-        instead of the baseline. A screen that offers an element to click or type into is drawn.
+        instead of the baseline. A screen that offers an element to click or type into is drawn; one that offers
+        nothing and has loaded nothing for LANDING_IDLE_S is what the app shows (an error page, an empty app), and
+        waiting longer would only slow every restart down.
         """
         screen = device.capture()
         deadline = time.monotonic() + LANDING_WAIT_S
         while not _offers_actions(screen) and time.monotonic() < deadline:
+            idle = device.idle_s()
+            if idle is None or idle >= LANDING_IDLE_S:
+                break
             time.sleep(self.settle.interval_s * 2)  # polling a condition, bounded: the next read decides
             device.settle()
             screen = device.capture()

@@ -124,6 +124,19 @@ class Device:
     def capture(self) -> Screen:
         return self._guard(self.adapter.capture, self.driver)
 
+    def idle_s(self) -> float | None:
+        """Seconds since the screen last showed loading activity; None where the platform cannot tell (Android) or
+        the page will not say (a browser error page)."""
+        idle = getattr(self.adapter, "idle_s", None)
+        if idle is None:
+            return None
+        try:
+            return float(self._guard(idle, self.driver))
+        except SessionLost:
+            raise
+        except Exception:
+            return None
+
     def _poll_settle(self) -> SettleResult:
         return wait_until_stable(lambda: self.adapter.probe(self.driver), self.settle_config,
                                  self.adapter.probe_ready)

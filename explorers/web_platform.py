@@ -18,7 +18,7 @@ from explorers.device import png_size
 from explorers.screen import Screen
 from explorers.settle import InPageWaitUnavailable, SettleConfig, SettleResult
 from explorers.web_parse import parse_web_elements
-from explorers.web_script import EXTRACT_JS, PROBE_JS, SETTLE_EXTRACT_JS, SETTLE_JS
+from explorers.web_script import EXTRACT_JS, IDLE_JS, PROBE_JS, SETTLE_EXTRACT_JS, SETTLE_JS
 from schemas import Platform
 
 if TYPE_CHECKING:
@@ -91,6 +91,10 @@ class WebAdapter:
 
     def probe(self, driver: Driver) -> tuple[Any, ...]:
         return tuple(driver.execute_script(PROBE_JS))
+
+    def idle_s(self, driver: Driver) -> float:
+        """Seconds since the page last loaded something or changed (0 while a request is in flight)."""
+        return float(driver.execute_script(IDLE_JS))
 
     def probe_ready(self, value: Any) -> bool:
         return isinstance(value, tuple) and len(value) > 1 and value[1] == "complete"

@@ -313,6 +313,17 @@ __tfSettle(arguments[0], arguments[1], arguments[2], function (st) {
 });
 """
 
+# Seconds since the page last showed loading activity: a resource finished, the DOM changed, a fetch/XHR is in flight
+# (then 0). A screen that offers nothing yet is still drawing itself while this stays small (the landing wait).
+IDLE_JS = r"""
+const now = performance.now();
+let last = 0;
+try { for (const e of performance.getEntriesByType('resource')) last = Math.max(last, e.responseEnd); } catch (e) {}
+try { if (window.__tfLast) last = Math.max(last, window.__tfLast); } catch (e) {}
+try { if (window.__tfPend && Object.keys(window.__tfPend).length) return 0; } catch (e) {}
+return (now - last) / 1000;
+"""
+
 # The polling fallback's probe: page instance, readiness, DOM mutation count and scroll position.
 PROBE_JS = _INSTALL + """
 if (__tfInstall()) return [window.__tfToken, __tfP(document, 'readyState'), -1, 0];

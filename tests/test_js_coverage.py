@@ -5,6 +5,7 @@ crawl with ``js_coverage: true`` records it (``js_coverage`` off: nothing measur
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -205,13 +206,23 @@ PAGES = {
          '<p id="out"></p><a id="two" href="/two">Page two</a>',
     "/two": '<h1>Two</h1><script src="/app.js"></script><button id="next" onclick="onNext()">Next</button>'
             '<p id="out"></p>',
-    # an editor that draws itself well after its load event (Node-RED: a bare header while it fetches its flows)
-    "/late": '<header>Editor</header><script src="/app.js"></script><script>setTimeout(drawEditor, 1500)</script>',
+    # an editor that draws itself well after its load event (Node-RED: a bare header while it fetches its settings,
+    # node types and flows one after another): six parts, each served after a delay, then the editor
+    "/late": '<header>Editor</header><script src="/app.js"></script><script>'
+             '(async function () { for (let i = 0; i < 6; i++) await fetch("/part?" + i); drawEditor(); })();'
+             '</script>',
+    # a page that offers nothing to act on and loads nothing more: drawn as it is
+    "/empty": '<p>Nothing here yet.</p>',
 }
+PART_DELAY_S = 0.25  # the server's time per part: each arrives well inside the landing wait's idle limit
 
 
 class _Handler(PageHandler):
     def do_GET(self) -> None:
+        if self.path.startswith("/part?"):
+            time.sleep(PART_DELAY_S)  # the server is slow, as an editor's API is on first load
+            self.reply(b"{}", "application/json")
+            return
         body = PAGES.get(self.path, "missing").encode()
         self.reply(body, "application/javascript" if self.path.endswith(".js") else HTML,
                    200 if self.path in PAGES else 404)
@@ -230,6 +241,17 @@ def _ran(cov: JsCoverage, name: str, baseline: bool = False) -> bool:
     end = APP_JS.index("{", start)
     return any(start <= off <= end for s in cov.scripts.values() if s.url.endswith("/app.js")
                for off in (s.baseline_called if baseline else s.called))
+
+
+def _crawl(out: Path, chromedriver_url: str, entry: str, js_coverage: bool, steps: int) -> Crawler:
+    """A greedy crawl of one page of the test site, run to its budget."""
+    cfg = parse_config({"run_id": "jscov", "output": str(out), "seed": 3,
+                        "devices": [{"name": "d0", "url": chromedriver_url}],
+                        "apps": [{"id": "site", "entry": entry, "js_coverage": js_coverage}],
+                        "budget": {"max_steps": steps, "max_seconds": 300, "max_restarts": 10}})
+    crawler = Crawler(cfg, cfg.apps[0], Profile(VIEWPORTS["desktop"]), EndpointSpec("d0", chromedriver_url))
+    crawler.run()
+    return crawler
 
 
 @pytest.mark.server
@@ -260,12 +282,7 @@ def test_clicking_a_button_covers_its_handler_across_a_navigation(chromedriver_u
 @pytest.mark.parametrize("on", [True, False])
 def test_a_crawl_with_js_coverage_records_the_handlers_it_clicked(chromedriver_url: str, site_url: str,
                                                                    tmp_path: Path, on: bool) -> None:
-    cfg = parse_config({"run_id": "jscov", "output": str(tmp_path), "seed": 3,
-                        "devices": [{"name": "d0", "url": chromedriver_url}],
-                        "apps": [{"id": "site", "entry": site_url + "/", "js_coverage": on}],
-                        "budget": {"max_steps": 6, "max_seconds": 300, "max_restarts": 10}})
-    crawler = Crawler(cfg, cfg.apps[0], Profile(VIEWPORTS["desktop"]), EndpointSpec("d0", chromedriver_url))
-    crawler.run()
+    crawler = _crawl(tmp_path, chromedriver_url, site_url + "/", on, steps=6)
     app_dir = tmp_path / "site"
     if not on:
         assert summary_of(app_dir) is None and not (app_dir / "js-coverage").exists()
@@ -296,14 +313,30 @@ def test_a_restart_waits_for_an_editor_that_draws_itself_late(chromedriver_url: 
                                                              tmp_path: Path) -> None:
     """The landing is read once the screen offers something to act on: the graph's entry is the drawn editor, and
     its start-up code is baseline, not credited to the first action."""
-    cfg = parse_config({"run_id": "late", "output": str(tmp_path), "seed": 3,
-                        "devices": [{"name": "d0", "url": chromedriver_url}],
-                        "apps": [{"id": "site", "entry": site_url + "/late", "js_coverage": True}],
-                        "budget": {"max_steps": 2, "max_seconds": 300, "max_restarts": 5}})
-    crawler = Crawler(cfg, cfg.apps[0], Profile(VIEWPORTS["desktop"]), EndpointSpec("d0", chromedriver_url))
-    crawler.run()
+    crawler = _crawl(tmp_path, chromedriver_url, site_url + "/late", True, steps=2)
     acts = [e["action"] for e in crawler.audit.entries() if e["decision"] == "act"]
     assert acts and "'Start'" in acts[0], acts  # the first action is on the drawn editor, not "back" from a blank page
     cov = JsCoverage.load(next((tmp_path / "site" / "js-coverage").glob("*.json")))
     assert _ran(cov, "drawEditor", baseline=True)
     assert _ran(cov, "onSave") and not _ran(cov, "onSave", baseline=True)
+
+
+@pytest.mark.server
+def test_a_landing_that_offers_nothing_and_loads_nothing_is_read_as_it_is(chromedriver_url: str, site_url: str,
+                                                                         tmp_path: Path, monkeypatch) -> None:
+    """An empty page is what the app shows (an error page, an empty app): the wait ends once the page has loaded
+    nothing for LANDING_IDLE_S, however long its bound. Counted in polls, not seconds: each poll reads the page's
+    idle time, which only grows, so a slow machine polls fewer times, never more."""
+    from explorers import crawler as crawler_mod
+    from explorers.device import Device
+
+    monkeypatch.setattr(crawler_mod, "LANDING_WAIT_S", 600.0)
+    polls = []
+    real = Device.idle_s
+    monkeypatch.setattr(Device, "idle_s", lambda self: polls.append(1) or real(self))
+    crawler = _crawl(tmp_path, chromedriver_url, site_url + "/empty", False, steps=2)
+    landings = [o for _w, step in crawler.store.steps() for o in step.observations]
+    assert landings and all(o.location.endswith("/empty") for o in landings)
+    restarts = sum(1 for e in crawler.audit.entries() if e["decision"] == "restart")
+    limit = crawler_mod.LANDING_IDLE_S / (crawler.settle.interval_s * 2) + 2
+    assert 0 < len(polls) <= restarts * limit, (len(polls), restarts)
