@@ -429,6 +429,7 @@ class Crawler:
             self._policy_restarted()
             return self._restart(device, "opening a URL showed the login form", state)
         landing = self._observe(device.capture())
+        self._js_coverage("take", device)  # what the opened page's load ran: not the next action's discovery
         self.stats.opens += 1
         self._commit([landing], opened=url, reason=reason)
         return landing
@@ -591,7 +592,6 @@ class Crawler:
         self.audit.write(worker=self.worker, step=self.stats.steps, state=cur.sid, decision="act",
                          action=c.describe(), key=c.key, reason=reason)
         self._acting = c
-        self._js_coverage("take", device)  # a click may navigate, and V8 drops the old document's counts
         started = time.monotonic()
         error = None
         try:
@@ -606,7 +606,10 @@ class Crawler:
             self._typed_texts.add(c.action.text or "")  # before the next screen is read: that value is ours
         _settled, screen = device.settle_and_capture()
         if self.js_coverage is not None:
-            fresh = self._js_coverage("take", device)  # what this action made the app run: guides the policy
+            # What this action made the app run (guides the policy). Every step ends with a take (this one, a
+            # restart's baseline take, an opened URL's), so nothing the app ran between two actions waits for the
+            # next action's take; a click that navigates loses only what the old document ran after it.
+            fresh = self._js_coverage("take", device)
             self.audit.write(worker=self.worker, step=self.stats.steps, state=cur.sid, decision="js-new-code",
                              chars=fresh)
             guide = getattr(self.policy, "code_reached", None)

@@ -6,8 +6,9 @@ apps whose logic runs in the browser (TiddlyWiki, docsify) this measures the pag
 
 How: ``Profiler.startPreciseCoverage`` (binary counts, block granularity) is turned on as the session opens,
 through chromedriver's CDP endpoint (``/session/{id}/goog/cdp/execute``). V8 keeps counts per document, and a
-navigation throws the old document's away, so the crawler calls ``take`` before every action, restart, URL
-opened and quit: ``Profiler.takePreciseCoverage`` returns what ran since the last take (and resets the counts).
+navigation throws the old document's away, so the crawler calls ``take`` after every action has settled, after
+an opened URL's landing, and before every restart, URL opened and quit: ``Profiler.takePreciseCoverage`` returns
+what ran since the last take (and resets the counts).
 Each take is merged into a per-script byte map: a byte is covered when the innermost reported range around it
 (a function, or a block inside one) ran at least once. Scripts are keyed by URL alone: a take reports only the
 functions V8 chose to report then (not the whole script), so the largest offset it names varies from take to take
@@ -153,14 +154,18 @@ class JsCoverage:
         return fresh
 
     def merge(self, other: JsCoverage) -> None:
-        for key, s in other.scripts.items():
-            mine = self.scripts.setdefault(key, ScriptCoverage(s.url, s.size))
-            mine.size = max(mine.size, s.size)
-            mine.covered |= s.covered
-            mine.functions |= s.functions
-            mine.called |= s.called
-            mine.baseline |= s.baseline
-            mine.baseline_called |= s.baseline_called
+        for s in other.scripts.values():
+            self._absorb(s)
+
+    def _absorb(self, s: ScriptCoverage) -> None:
+        """Add one script's coverage to this crawl's entry for its URL."""
+        mine = self.scripts.setdefault(s.url, ScriptCoverage(s.url, s.size))
+        mine.size = max(mine.size, s.size)
+        mine.covered |= s.covered
+        mine.functions |= s.functions
+        mine.called |= s.called
+        mine.baseline |= s.baseline
+        mine.baseline_called |= s.baseline_called
 
     def summary(self) -> dict[str, int]:
         """Covered characters and called functions of the app's scripts (and how many there were): the raw
@@ -204,9 +209,7 @@ class JsCoverage:
             except (KeyError, TypeError, ValueError, zlib.error) as exc:
                 raise ValueError(f"{path}: script {i} ({s.get('url', '?') if isinstance(s, dict) else '?'}): "
                                  f"bad field ({type(exc).__name__}: {exc})") from None
-            single = cls(out.hosts)
-            single.scripts[cov.url] = cov
-            out.merge(single)  # files written while scripts were keyed by URL and length hold a URL several times
+            out._absorb(cov)  # files written while scripts were keyed by URL and length hold a URL several times
         return out
 
 

@@ -320,7 +320,7 @@ class GreedyPolicy:
             self._hits[cls] = self._hits.get(cls, 0) + gain
         if self._last_context is not None and cls != "type-required":
             recent = self._context.setdefault(self._last_context, [])
-            recent.append(gain > STATE_ONLY_CREDIT if self._code_guided else new)
+            recent.append(gain >= 1.0)  # a full discovery: a new state, or on a coverage-guided crawl new code
             del recent[:-CONTEXT_WINDOW]
         self._last_context = None
         if cls != "type-required":
