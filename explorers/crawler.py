@@ -643,6 +643,9 @@ class Crawler:
 
     def _recover(self, device: Device, cur: Observed) -> Observed:
         """Left the app (external link, other package): go back once, else restart."""
+        notify = getattr(self.policy, "left_app", None)
+        if notify is not None:
+            notify()  # the policy books its last action as one that found nothing
         back = Candidate(stable_id("navigate_back", "", ""), "recover", Action(type=ActionType.NAVIGATE_BACK))
         self.graph.offer(cur.sid, back.key, back.group, "", back.action)
         nxt = self._act(device, cur, back, f"left the app ({cur.obs.location[:80]}): go back")

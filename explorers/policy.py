@@ -16,6 +16,11 @@ count as one choice (two rows tried per screen, and a family of rows, pages or m
 anywhere is explored enough), elements that did nothing elsewhere are skipped, and it stops when nothing
 anywhere is left to try.
 
+A class the priors call unpromising is probed: until the crawl has tried it twice its chance is at least
+PROBE_FLOOR, then its own record decides (TiddlyWiki's ``#Title`` links look like anchors to the page itself and
+open a tiddler each). An action that left the app (a link out, a "back" past a fresh session's first screen) is
+booked as tried and found nothing, and back from a kind of screen where it always left the app is not tried again.
+
 Where an element sits and what it did count too. The untried actions taken under one ancestor (a toolbar, a
 sidebar, a dialog) of one screen family are that region's record, and a region whose actions changed nothing damps
 its other unlabelled buttons and elements (Node-RED's canvas zoom tools are not pressed one by one; a region only
@@ -73,6 +78,17 @@ NOVELTY_PRIORS = {
     "family-seen": 0.1, "no-effect": 0.05, "back-exit": 0.01,
 }
 PRIOR_WEIGHT = 3.0
+# A class with a low prior would never be tried, so the crawl would never learn that this app differs (TiddlyWiki's
+# ``#Title`` links look like anchors to the page itself and open a tiddler each; a list's rows past the family limit
+# each show another record). Until a class has been tried PROBE_TRIES times its chance is at least PROBE_FLOOR (just
+# above MIN_NOVELTY: probed where nothing better is on screen, not sought out elsewhere); after that its own record
+# decides. Not probed: classes whose low value is this crawl's evidence about the element itself (it changed nothing,
+# led only to known screens, its label never did anything), or whose cost is known (leaving the app, undoing the
+# choice just made, a submit the browser or server refuses for its empty required fields).
+PROBE_TRIES = 2
+PROBE_FLOOR = 0.25
+UNPROBED = frozenset({"back-exit", "link-external", "radio-revert", "submit-blocked", "dead-label", "no-effect",
+                      "repeat-known"})
 # Below this chance an untried action is only taken when no state within reach offers a better one: the
 # actions of the current state come first (leaving means coming back later), unless they are all unpromising.
 MIN_NOVELTY = 0.2
@@ -225,6 +241,7 @@ class GreedyPolicy:
     _regions: dict[str, tuple[int, float]] = field(default_factory=dict)  # family|ancestor -> (untried, discoveries)
     _last_regions: list[str] = field(default_factory=list)  # the regions of the untried action just taken
     _at_landing: bool = False  # standing where a restart landed, nothing done since: the browser has no history
+    _back_exits: dict[str, tuple[int, int]] = field(default_factory=dict)  # screen family -> (backs, left the app)
     _landing_retries: int = 0  # restarts because the entry offered nothing but "back"
     _code_new: int | None = None  # new code characters the last action ran (``code_reached``); None: not measured
     _code_guided: bool = False  # the crawl measures the app's code: discoveries are judged by it
@@ -251,6 +268,7 @@ class GreedyPolicy:
             "open_landing": self._open_landing, "open_misses": dict(self._open_misses), "context": self._context,
             "target_effect": [[*k, *v] for k, v in self._target_effect.items()],
             "regions": {k: list(v) for k, v in self._regions.items()}, "code_guided": self._code_guided,
+            "back_exits": {k: list(v) for k, v in self._back_exits.items()},
         }
 
     def restore(self, data: dict[str, Any]) -> None:
@@ -277,6 +295,7 @@ class GreedyPolicy:
         self._target_effect = {(t, lb): (int(n), int(c)) for t, lb, n, c in data.get("target_effect", [])}
         self._regions = {k: (int(v[0]), float(v[1])) for k, v in data.get("regions", {}).items()}
         self._code_guided = bool(data.get("code_guided", False))
+        self._back_exits = {k: (int(v[0]), int(v[1])) for k, v in data.get("back_exits", {}).items()}
 
     # --- learning ----------------------------------------------------------------------------------
     def code_reached(self, chars: int) -> None:
@@ -311,9 +330,20 @@ class GreedyPolicy:
     def _observe(self, graph: Graph, state: str) -> None:
         new = state not in self._visited
         gain = self._gain(new)
-        self._code_new = None
+        moved = self._last_hop is not None and graph.canonical(self._last_hop[0]) != state
+        self._credit(gain, moved, state)
         self._at_landing = False
         self._visited.add(state)
+        if self._restarting:
+            self._entry = state
+            self._restarting = False
+            self._at_landing = True
+
+    def _credit(self, gain: float, moved: bool, dest: str | None) -> None:
+        """Book what the action just taken found (``gain``, see ``_gain``) against its class, screen family, regions,
+        element, label and family; ``moved``: it changed the screen; ``dest``: the state it led to (None: out of the
+        app)."""
+        self._code_new = None
         cls = self._last_class
         if cls is not None and cls != "type-required":
             self._tries[cls] = self._tries.get(cls, 0) + 1
@@ -322,6 +352,9 @@ class GreedyPolicy:
             recent = self._context.setdefault(self._last_context, [])
             recent.append(gain >= 1.0)  # a full discovery: a new state, or on a coverage-guided crawl new code
             del recent[:-CONTEXT_WINDOW]
+            if cls in ("back", "back-exit"):
+                backs, exits = self._back_exits.get(self._last_context, (0, 0))
+                self._back_exits[self._last_context] = (backs + 1, exits + (dest is None))
         self._last_context = None
         if cls != "type-required":
             for region in self._last_regions:
@@ -330,7 +363,6 @@ class GreedyPolicy:
         self._last_regions = []
         if self._last_target is not None:
             if self._last_hop is not None:
-                moved = graph.canonical(self._last_hop[0]) != state
                 tries, changed = self._target_effect.get(self._last_target, (0, 0))
                 self._target_effect[self._last_target] = (tries + 1, changed + moved)
                 if self._last_target[1]:
@@ -338,7 +370,8 @@ class GreedyPolicy:
                     self._label_effect[self._last_target[1]] = (tries + 1, changed + moved)
             self._label_tries[self._last_target] += 1
             self._labels_tried.setdefault(self._last_target[0], set()).add(self._last_target[1])
-            self._target_dests.setdefault(self._last_target, set()).add(state)
+            if dest is not None:
+                self._target_dests.setdefault(self._last_target, set()).add(dest)
         if self._last_group:
             self._family_tries[self._last_group] += 1
             recent_code = self._family_code.setdefault(self._last_group, [])
@@ -346,10 +379,13 @@ class GreedyPolicy:
             del recent_code[:-FAMILY_CODE_WINDOW]
         self._last_class = self._last_target = None
         self._last_group = ""
-        if self._restarting:
-            self._entry = state
-            self._restarting = False
-            self._at_landing = True
+
+    def left_app(self) -> None:
+        """The action just taken left the app (a link out, or back past the session's first page: TiddlyWiki's and
+        Node-RED's screens are drawn by script, so a fresh session has no history to go back through). It counts as
+        tried and found nothing; the crawler then restarts (``restarted``). Without this, an action that leaves
+        is never booked, and a class probed for its first tries would be probed for ever."""
+        self._credit(0.0, True, None)
 
     def novelty(self, cls: str) -> float:
         """Estimated chance that an action of ``cls`` reaches a new state (prior blended with this crawl)."""
@@ -358,7 +394,11 @@ class GreedyPolicy:
             # is worth, one step later.
             return FILL_DISCOUNT * self.novelty("element-new")
         prior = self.priors.get(cls, 0.3)
-        return (self._hits.get(cls, 0) + prior * PRIOR_WEIGHT) / (self._tries.get(cls, 0) + PRIOR_WEIGHT)
+        tries = self._tries.get(cls, 0)
+        rate = (self._hits.get(cls, 0) + prior * PRIOR_WEIGHT) / (tries + PRIOR_WEIGHT)
+        if tries < PROBE_TRIES and cls not in UNPROBED:
+            return max(rate, PROBE_FLOOR)  # a prior is a guess about apps in general: ask this one
+        return rate
 
     # --- classifying ---------------------------------------------------------------------------------
     def _remember(self, state: str, cands: list[Candidate]) -> None:
@@ -473,6 +513,10 @@ class GreedyPolicy:
             return "element-seen" if tried else "element-new"
         if seen.cls_hint == "back" and self._at_landing and state == graph.canonical(self._entry or ""):
             return "back-exit"  # a restart opened a fresh session here: going back leaves the app
+        if seen.cls_hint == "back":
+            backs, exits = self._back_exits.get(self._family(graph, state), (0, 0))
+            if exits and exits == backs:
+                return "back-exit"  # every back from this kind of screen left the app (no history to go back in)
         return seen.cls_hint
 
     def _best_in(self, graph: Graph, state: str, offered: set[str] | None = None) -> tuple[float, str, str] | None:

@@ -1,0 +1,106 @@
+"""The greedy policy probes classes its priors call unpromising, and books actions that left the app.
+
+From TiddlyWiki crawls: its tiddler links are ``href="#Title"``, which the priors read as anchors on the page itself
+(``link-self``, 0.05), so the policy never clicked one in 200 actions, while each opens a tiddler (a new screen, and
+often code nobody had run). And a "back" that left the app was never booked (the crawler recovers and restarts
+before the policy sees another screen), so the policy went on pressing back, three steps lost each time.
+Fast tier: ``GreedyPolicy.choose`` on hand-built screens and a real ``Graph`` (``World`` of
+tests/test_policy_context.py); the effect on real apps is measured by ``benchmarks/bench_explore.py``.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from explorers.abstraction import features
+from explorers.candidates import Candidate, candidates
+from explorers.policy import MIN_NOVELTY, NOVELTY_PRIORS, PROBE_FLOOR, PROBE_TRIES, GreedyPolicy
+from explorers.screen import Screen, Widget
+from schemas import ActionType, Platform
+from tests.test_policy_context import World, _label, _w
+
+
+def _story(w: World, *opened: str) -> tuple[str, list[Candidate]]:
+    """A wiki's story river: links to tiddlers as in-page anchors, the tiddlers opened so far, a settings link."""
+    links = [_w(f"main/p[1]/a[{i}]", t, href=f"http://w/#{t}") for i, t in enumerate(("Alpha", "Beta", "Gamma"), 1)]
+    shown = [_w(f"main/div[{i}]/h2", t, role="heading") for i, t in enumerate(opened, 2)]
+    return w.see("http://w/", *links, *shown, _w("nav/a[1]", "Settings", href="http://w/settings"))
+
+
+def _to_settings_and_back(w: World, p: GreedyPolicy) -> tuple[str, list[Candidate]]:
+    """Home -> settings (two buttons, one of them tried) -> home: one promising action left, one walk away."""
+    home, home_c = _story(w)
+    d = p.choose(w.graph, home, home_c)
+    assert _label(d.candidate) == "Settings", d
+    settings, settings_c = w.see("http://w/settings", _w("main/button[1]", "Theme", role="button"),
+                                 _w("main/button[2]", "Palette", role="button"),
+                                 _w("header/a[1]", "Home", href="http://w/"))
+    w.graph.record(home, d.candidate.key, settings, True)
+    d = p.choose(w.graph, settings, settings_c)
+    assert _label(d.candidate) in ("Theme", "Palette"), d
+    w.graph.record(settings, d.candidate.key, home, True)  # this one saved and went home
+    return home, home_c
+
+
+def test_a_class_the_priors_call_unpromising_is_probed_and_then_judged_by_what_it_did() -> None:
+    assert NOVELTY_PRIORS["link-self"] < MIN_NOVELTY <= PROBE_FLOOR
+    for opens_tiddlers in (True, False):
+        w, p = World(), GreedyPolicy()
+        home, home_c = _to_settings_and_back(w, p)
+        for n in range(PROBE_TRIES):
+            d = p.choose(w.graph, home, home_c)
+            # Probed here, where nothing better is on screen, instead of walking to the settings' other button.
+            assert d.kind == "act" and "link-self" in d.reason, (n, d)
+            opened = ("Alpha", "Beta")[: n + 1]
+            home_next, home_next_c = _story(w, *opened) if opens_tiddlers else (home, home_c)
+            w.graph.record(home, d.candidate.key, home_next, opens_tiddlers)
+            home, home_c = home_next, home_next_c
+        d = p.choose(w.graph, home, home_c)
+        if opens_tiddlers:  # in this app a "#Title" link opens something: the class is worth taking
+            assert p.novelty("link-self") > MIN_NOVELTY
+            assert d.kind == "act" and "link-self" in d.reason, d
+        else:  # anchors that scroll the page: the class is back below the threshold, the crawl moves on
+            assert p.novelty("link-self") < MIN_NOVELTY
+            assert "walk" in d.reason and _label(d.candidate) == "Settings", d
+
+
+def test_classes_judged_by_the_elements_own_record_are_not_probed() -> None:
+    p = GreedyPolicy()
+    for cls in ("no-effect", "repeat-known", "dead-label", "back-exit", "link-external", "submit-blocked"):
+        assert p.novelty(cls) == pytest.approx(NOVELTY_PRIORS[cls]) and p.novelty(cls) < MIN_NOVELTY, cls
+    assert p.novelty("link-self") == PROBE_FLOOR
+    assert p.novelty("element-new") == pytest.approx(NOVELTY_PRIORS["element-new"])
+
+
+def _see_with_back(w: World, url: str, *widgets: Widget) -> tuple[str, list[Candidate]]:
+    screen = Screen(Platform.WEB, url, 400, 800, 1.0, list(widgets), b"")
+    sid = w.table.assign(features(screen, False))[0]
+    w.graph.state(sid).location = url
+    cands = candidates(screen, with_back=True)
+    for c in cands:
+        w.graph.offer(sid, c.key, c.group, c.target_key, c.action)
+    return sid, cands
+
+
+def test_a_back_that_left_the_app_is_booked_and_back_from_that_kind_of_screen_is_not_tried_again() -> None:
+    w, p = World(), GreedyPolicy()
+    entry, entry_c = _see_with_back(w, "http://w/#/flows", _w("main/button[1]", "Open", role="button"))
+    d = p.choose(w.graph, entry, entry_c)
+    assert _label(d.candidate) == "Open", d
+    panel, panel_c = _see_with_back(w, "http://w/#/flows", _w("main/h2", "Panel", role="heading"))
+    w.graph.record(entry, d.candidate.key, panel, True)
+    d = p.choose(w.graph, panel, panel_c)
+    assert d.candidate is not None and d.candidate.type is ActionType.NAVIGATE_BACK, d
+    # The browser had no history (the screens are drawn by script): back showed the browser's new-tab page. The
+    # crawler tells the policy, goes back once more, and restarts.
+    p.left_app()
+    p.restarted()
+    assert p._tries["back"] == 1 and p._hits["back"] == 0
+    again, again_c = _see_with_back(w, "http://w/#/flows", _w("main/h2", "Other panel", role="heading"))
+    back = next(c for c in again_c if c.type is ActionType.NAVIGATE_BACK)
+    p.choose(w.graph, again, again_c)
+    assert p._class(w.graph, again, back.key) == "back-exit"
+    # The policy kept what it learned across a resumed crawl.
+    resumed = GreedyPolicy()
+    resumed.restore(p.snapshot())
+    assert resumed._back_exits == p._back_exits
