@@ -49,8 +49,11 @@
 Prints ``BENCH`` lines, per app and policy first; then ``crawl_failures``, ``unintended_writes``,
 ``coverage_vs_random`` (beyond the baseline; ``coverage_vs_random_raw`` beside it), ``states_vs_dfs``,
 ``states_vs_random``, ``steps_vs_raw`` and ``farm_2_vs_1``.
+With ``--repeats N`` every app is crawled N times per policy (random's seed 7, 8, ...), each crawl on a fresh
+instance, and the figures compare the policies' means (the table shows the means, a line per app each repeat's
+greedy/random ratios): one crawl of Node-RED is decided by which policy happens to open its code editor.
 Usage: ``python benchmarks/bench_explore.py [--steps 40] [--raw-steps 40] [--farm-steps 15] [--thirdparty auto]
-[--apps datasette,trac] [--js-coverage] [--crawls-only] [--json FILE] [--keep DIR]``.
+[--apps datasette,trac] [--js-coverage] [--repeats 3] [--crawls-only] [--json FILE] [--keep DIR]``.
 """
 
 from __future__ import annotations
@@ -113,18 +116,19 @@ def demo_app(url: str) -> dict[str, Any]:
 
 
 def _config(out: Path, devices: list[str], apps: list[dict[str, Any]], steps: int, policy: str = "greedy",
-            matrix: dict[str, Any] | None = None) -> Any:
+            matrix: dict[str, Any] | None = None, seed: int = 7) -> Any:
     return parse_config({
-        "run_id": "bench", "output": str(out), "policy": policy, "seed": 7,
+        "run_id": "bench", "output": str(out), "policy": policy, "seed": seed,
         "devices": [{"name": f"d{i}", "url": u} for i, u in enumerate(devices)],
         "apps": apps, "matrix": matrix or {"profiles": ["desktop"]},
         "budget": {"max_steps": steps, "max_seconds": 1200, "max_restarts": steps},
     })
 
 
-def crawl(out: Path, device: str, app: dict[str, Any], steps: int, policy: str) -> tuple[int, float, int]:
+def crawl(out: Path, device: str, app: dict[str, Any], steps: int, policy: str,
+          seed: int = 7) -> tuple[int, float, int]:
     """One crawl job; returns (distinct states by its own abstraction, steps/s while stepping, steps)."""
-    cfg = _config(out, [device], [app], steps, policy)
+    cfg = _config(out, [device], [app], steps, policy, seed=seed)
     marks: list[tuple[int, float]] = []
     crawler = Crawler(cfg, cfg.apps[0], Profile(VIEWPORTS["desktop"]), EndpointSpec("d0", device),
                       lambda d: marks.append((d.steps, time.perf_counter())))
@@ -396,12 +400,12 @@ class PolicyRun:
     js: dict[str, int] | None = None  # the JS coverage summary (scripts, bytes, functions and what ran)
 
 
-def _crawl_job(out: Path, device: str, app: AppRun, steps: int, policy: str) -> PolicyRun:
+def _crawl_job(out: Path, device: str, app: AppRun, steps: int, policy: str, seed: int = 7) -> PolicyRun:
     try:
         if app.coverage_file is not None:  # a Python app: its baseline is one landing before the crawl
             land(device, app.entry)
             thirdparty.mark_baseline(app.proc, app.coverage_file)
-        states, rate, n = crawl(out, device, app.entry, steps, policy)
+        states, rate, n = crawl(out, device, app.entry, steps, policy, seed)
         return PolicyRun(states, rate, n)
     except Exception as exc:  # a dead job is a benchmark figure (crawl_failures), not the end of the benchmark
         console.print(f"[red]{app.entry['id']} {policy} crawl died:[/red] {type(exc).__name__}: {exc}", markup=True)
@@ -409,15 +413,16 @@ def _crawl_job(out: Path, device: str, app: AppRun, steps: int, policy: str) -> 
 
 
 def compare_policies(kind: str, tmp: Path, drivers: list[str], steps: int, procs: list[ManagedProcess],
-                     js_coverage: bool = False) -> dict[str, PolicyRun]:
+                     js_coverage: bool = False, seed: int = 7) -> dict[str, PolicyRun]:
     """Greedy, random and the depth-first baseline on fresh instances of one app, side by side; per-app BENCH
-    lines (states, covered lines, unintended writes, failures)."""
+    lines (states, covered lines, unintended writes, failures). ``seed``: the random policy's (and the form
+    filler's) seed, one per repeat."""
     runs = {p: start_app(kind, tmp / f"app-{kind}-{p}", procs, coverage=True, js_coverage=js_coverage)
             for p in POLICIES}
     outs = {p: tmp / f"{p}-{kind}" for p in POLICIES}
     t = time.perf_counter()
     with ThreadPoolExecutor(len(POLICIES)) as pool:
-        futures = {p: pool.submit(_crawl_job, outs[p], drivers[i % len(drivers)], runs[p], steps, p)
+        futures = {p: pool.submit(_crawl_job, outs[p], drivers[i % len(drivers)], runs[p], steps, p, seed)
                    for i, p in enumerate(POLICIES)}
         got = {p: f.result() for p, f in futures.items()}
     app_id = runs["greedy"].entry["id"]
@@ -456,13 +461,13 @@ def compare_policies(kind: str, tmp: Path, drivers: list[str], steps: int, procs
             print(f"BENCH covered_lines_{p}_{app_id}={got[p].covered}")  # beyond the baseline
             print(f"BENCH covered_lines_raw_{p}_{app_id}={got[p].covered_raw}")
             print(f"BENCH baseline_lines_{p}_{app_id}={got[p].baseline}")
-        summary = got[p].js
-        if summary is not None:
-            print(f"BENCH covered_js_bytes_{p}_{app_id}={summary['beyond_bytes']}")  # beyond the baseline
-            print(f"BENCH covered_js_functions_{p}_{app_id}={summary['beyond_functions']}")
-            print(f"BENCH covered_js_bytes_raw_{p}_{app_id}={summary['covered_bytes']}")
-            print(f"BENCH covered_js_functions_raw_{p}_{app_id}={summary['covered_functions']}")
-            print(f"BENCH baseline_js_bytes_{p}_{app_id}={summary['baseline_bytes']}")
+        js_summary = got[p].js
+        if js_summary is not None:
+            print(f"BENCH covered_js_bytes_{p}_{app_id}={js_summary['beyond_bytes']}")  # beyond the baseline
+            print(f"BENCH covered_js_functions_{p}_{app_id}={js_summary['beyond_functions']}")
+            print(f"BENCH covered_js_bytes_raw_{p}_{app_id}={js_summary['covered_bytes']}")
+            print(f"BENCH covered_js_functions_raw_{p}_{app_id}={js_summary['covered_functions']}")
+            print(f"BENCH baseline_js_bytes_{p}_{app_id}={js_summary['baseline_bytes']}")
         print(f"BENCH unintended_writes_{p}_{app_id}={len(got[p].writes)}")
     # No policy finds more than one new state per action: on an app where random already finds one on most
     # steps (TiddlyWiki: every set of open tiddlers is a screen), this is the most any policy could reach.
@@ -501,7 +506,11 @@ def main() -> None:
                          "costs a DevTools round trip per step")
     ap.add_argument("--crawls-only", action="store_true",
                     help="only the per-app policy comparison (skip steps_vs_raw and farm_2_vs_1)")
-    ap.add_argument("--json", type=Path, help="also write the per-app figures to this JSON file")
+    ap.add_argument("--repeats", type=int, default=1,
+                    help="crawl every app this many times per policy (random's seed 7, 8, ...; every crawl on a "
+                         "fresh instance) and compare the policies' means: one crawl of an app whose coverage "
+                         "comes in lumps (Node-RED's code editor) is decided by which policy happens on the lump")
+    ap.add_argument("--json", type=Path, help="also write the per-app figures (every repeat) to this JSON file")
     ap.add_argument("--keep", type=Path,
                     help="keep every crawl's output (graph, step log, audit, screenshots) in this folder instead of "
                          "a temporary one, to read what each policy did afterwards")
@@ -515,21 +524,29 @@ def main() -> None:
             drivers = [start_chromedriver(log_dir=_mk(tmp / f"cd{i}")) for i in range(len(POLICIES))]
             procs.extend(drivers)
             urls = [d.url for d in drivers]
-            per_app: dict[str, dict[str, PolicyRun]] = {}
+            repeats: dict[str, list[dict[str, PolicyRun]]] = {}
             not_started: list[str] = []
-            for kind in kinds:
-                try:
-                    per_app[kind] = compare_policies(kind, tmp, urls, args.steps, procs, args.js_coverage)
-                except Exception as exc:  # one app that cannot install or start is reported, not the end of the run
-                    console.print(f"[red]{kind} did not start:[/red] {type(exc).__name__}: {str(exc)[:300]}",
-                                  markup=True)
-                    not_started.append(kind)
+            for r in range(args.repeats):
+                for kind in kinds:
+                    if kind in not_started:
+                        continue
+                    try:
+                        repeats.setdefault(kind, []).append(compare_policies(
+                            kind, tmp / f"repeat-{r + 1}" if args.repeats > 1 else tmp, urls, args.steps, procs,
+                            args.js_coverage, seed=7 + r))
+                    except Exception as exc:  # an app that cannot install or start is reported, not the end of the run
+                        console.print(f"[red]{kind} did not start:[/red] {type(exc).__name__}: {str(exc)[:300]}",
+                                      markup=True)
+                        not_started.append(kind)
             print(f"BENCH apps_not_started={len(not_started)}")
-            runs = [r for got in per_app.values() for r in got.values()]
-            print_table(per_app, args.steps)
+            per_app = {kind: mean_runs(got) for kind, got in repeats.items() if kind not in not_started}
+            runs = [r for got in repeats.values() for rep in got for r in rep.values()]
+            if args.repeats > 1:
+                print_spread(repeats)
+            print_table(per_app, args.steps, args.repeats)
             if args.json:
-                args.json.write_text(json.dumps({k: {p: vars(r) for p, r in got.items()}
-                                                 for k, got in per_app.items()}, indent=1), encoding="utf-8")
+                args.json.write_text(json.dumps({k: [{p: vars(r) for p, r in rep.items()} for rep in got]
+                                                 for k, got in repeats.items()}, indent=1), encoding="utf-8")
 
             def ratio(a: str, b: str) -> float:
                 return _geo([got[a].states / max(1, got[b].states) for got in per_app.values()])
@@ -586,11 +603,50 @@ def main() -> None:
                 p.stop()
 
 
-def print_table(per_app: dict[str, dict[str, PolicyRun]], steps: int) -> None:
+def _mean(values: list[int]) -> int:
+    return round(sum(values) / len(values))
+
+
+def mean_runs(got: list[dict[str, PolicyRun]]) -> dict[str, PolicyRun]:
+    """One app's repeats as one run per policy: states and coverage are the means over the crawls that did not die
+    (rounded), unintended writes all of them, ``failed`` every repeat's failure."""
+    out: dict[str, PolicyRun] = {}
+    for p in POLICIES:
+        alive = [rep[p] for rep in got if not rep[p].failed]
+        covered = [r.covered for r in alive if r.covered is not None]
+        raw = [r.covered_raw for r in alive if r.covered_raw is not None]
+        base = [r.baseline for r in alive if r.baseline is not None]
+        out[p] = PolicyRun(
+            states=_mean([r.states for r in alive]) if alive else 0,
+            rate=sum(r.rate for r in alive) / len(alive) if alive else 0.0,
+            steps=_mean([r.steps for r in alive]) if alive else 0,
+            failed="; ".join(rep[p].failed for rep in got if rep[p].failed),
+            writes=[w for rep in got for w in rep[p].writes],
+            covered=_mean(covered) if covered else None, covered_raw=_mean(raw) if raw else None,
+            baseline=_mean(base) if base else None,
+            covered_unit=next((r.covered_unit for r in alive if r.covered_unit), ""),
+        )
+    return out
+
+
+def print_spread(repeats: dict[str, list[dict[str, PolicyRun]]]) -> None:
+    """Per app, greedy's states and coverage over random's in each repeat: how far one crawl's ratio is from the
+    mean's (the figures are ratios of the means)."""
+    for kind, got in repeats.items():
+        ok = [rep for rep in got if not rep["greedy"].failed and not rep["random"].failed]
+        states = [rep["greedy"].states / max(1, rep["random"].states) for rep in ok]
+        cov = [(rep["greedy"].covered or 0) / max(1, rep["random"].covered or 0) for rep in ok
+               if rep["greedy"].covered is not None and rep["random"].covered is not None]
+        console.print(f"{kind:<12} greedy/random per repeat: states " + " ".join(f"{x:.2f}" for x in states)
+                      + ("; coverage " + " ".join(f"{x:.2f}" for x in cov) if cov else ""))
+
+
+def print_table(per_app: dict[str, dict[str, PolicyRun]], steps: int, repeats: int = 1) -> None:
     """The per-app table of the closing notes: states, own-code coverage and unintended writes per policy."""
     from rich.table import Table
 
-    table = Table(title=f"exploration, {steps} actions per app and policy")
+    table = Table(title=f"exploration, {steps} actions per app and policy"
+                  + (f", means of {repeats} crawls each" if repeats > 1 else ""))
     for col in ("app", "states g/r/d", "coverage beyond baseline g/r/d", "raw coverage g/r/d", "baseline g/r/d",
                 "unit", "unintended writes g/r/d", "died"):
         table.add_column(col)
