@@ -6,8 +6,8 @@ offline. Screens are laid out in layers by BFS depth from the entry, each layer 
 lead to it (fewer crossings); a card is as tall as its screenshot and captioned with the screen's heading. All
 actions between two screens are one arrow (thicker for more; hover it for the actions). Clicking a screen shows
 its heading, URL, the actions tried there with where each led, and its audit entries (refused actions, errors,
-unreadable elements, dialogs), and highlights its edges (out in orange, in in blue); the search box dims every
-screen whose heading, title or URL does not match.
+unreadable elements, dialogs, actions that ran new app code), and highlights its edges (out in orange, in in
+blue); the search box dims every screen whose heading, title or URL does not match.
 """
 
 from __future__ import annotations
@@ -80,18 +80,32 @@ def _action_label(t: dict[str, Any], labels: dict[tuple[str, str], str]) -> str:
 
 
 def _audit(app_dir: Path, alias_of: dict[str, str]) -> dict[str, list[str]]:
-    """Per state, the audit entries a reviewer asks about: refused actions, errors, unreadable elements, dialogs."""
+    """Per state, the audit entries a reviewer asks about: refused actions, errors, unreadable elements, dialogs,
+    and on coverage crawls the actions that made the app run code no earlier action had (``js-new-code``, written
+    after each action: it names the action taken just before it in the same worker's log)."""
     out: dict[str, list[str]] = defaultdict(list)
     for f in sorted((app_dir / "audit").glob("*.jsonl")):
+        last_act = ""
         for line in f.read_text(encoding="utf-8", errors="replace").splitlines():
             try:
                 rec = json.loads(line)
             except ValueError:
                 continue
+            decision = rec.get("decision")
+            if decision == "act":
+                last_act = str(rec.get("action") or "")
             sid = alias_of.get(str(rec.get("state") or ""))
-            if sid is None or rec.get("decision") not in AUDIT_KINDS:
+            if sid is None:
                 continue
-            what = f"{rec['decision']}: {rec.get('action') or rec.get('url') or ''} — {rec.get('reason', '')}"
+            if decision == "js-new-code":
+                chars = rec.get("chars")
+                if not isinstance(chars, int) or chars <= 0:
+                    continue
+                what = f"new code: {chars} characters of the app's scripts first ran after {last_act or 'landing'}"
+            elif decision in AUDIT_KINDS:
+                what = f"{decision}: {rec.get('action') or rec.get('url') or ''} — {rec.get('reason', '')}"
+            else:
+                continue
             if what not in out[sid]:
                 out[sid].append(what[:200])
     return out

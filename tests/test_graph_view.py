@@ -129,3 +129,26 @@ def test_graph_view_says_when_screenshots_are_missing(crawled: Path, tmp_path: P
     nodes = pq.read_table(crawled / "nodes.parquet").num_rows
     assert f"{nodes} screenshot(s) not found in the blob store {empty}" in text
     assert text.count(">screenshot missing<") == nodes and "data:image/jpeg" not in text
+
+
+def test_screen_details_name_the_actions_that_ran_new_code(tmp_path: Path) -> None:
+    """On a coverage crawl the crawler audits, after each action, how much of the app's code ran for the first time;
+    a screen's details say which of its actions did (the action is the one logged just before), and leave out the
+    ones that ran nothing new."""
+    import json
+
+    from explorers.viewer import _audit
+
+    (tmp_path / "audit").mkdir()
+    lines = [
+        {"step": 0, "state": "s1", "decision": "act", "action": "click 'Import'", "reason": "untried"},
+        {"step": 0, "state": "s1", "decision": "js-new-code", "chars": 48211},
+        {"step": 1, "state": "s2", "decision": "act", "action": "click 'Cancel'", "reason": "untried"},
+        {"step": 1, "state": "s2", "decision": "js-new-code", "chars": 0},
+        {"step": 2, "state": "s2", "decision": "blocked", "action": "click 'Deploy'", "reason": "deny: publish"},
+    ]
+    (tmp_path / "audit" / "w.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\nnot json\n",
+                                                encoding="utf-8")
+    got = _audit(tmp_path, {"s1": "s1", "s2": "s2"})
+    assert got["s1"] == ["new code: 48211 characters of the app's scripts first ran after click 'Import'"]
+    assert got["s2"] == ["blocked: click 'Deploy' — deny: publish"]

@@ -104,3 +104,41 @@ def test_a_back_that_left_the_app_is_booked_and_back_from_that_kind_of_screen_is
     resumed = GreedyPolicy()
     resumed.restore(p.snapshot())
     assert resumed._back_exits == p._back_exits
+
+
+def test_a_field_typed_into_again_and_again_without_result_is_worth_less_than_its_class() -> None:
+    """The same search box in every new state: typing the filler's value into it shows what it showed before. Its
+    own record lowers its chance below the class's, while a field whose typing showed something new keeps it."""
+    w, p = World(), GreedyPolicy()
+    n = 0
+
+    notes = ("Groceries", "Trips", "Books", "Recipes", "Films", "Garden")
+
+    def page(i: int) -> tuple[str, list[Candidate]]:  # the notes list with one more note each time
+        return w.see("http://h/notes", *[_w(f"main/ul/li[{j}]", t, role="text") for j, t in enumerate(notes[:i + 1])],
+                     _w("main/input[1]", "Title", role="textbox", editable=True),
+                     _w("header/input[1]", "Search", role="searchbox", editable=True))
+
+    sid, cands = page(n)
+    labels = []
+    for _ in range(4):
+        d = p.choose(w.graph, sid, cands)
+        assert d.candidate is not None and d.candidate.type is ActionType.TYPE, (labels, d)
+        labels.append(_label(d.candidate))
+        if labels[-1] == "Title":  # a new note in the list: a new screen
+            n += 1
+            nxt, nxt_c = page(n)
+        else:  # the search shows the first page's notes again: a screen already seen
+            nxt, nxt_c = page(0)
+        w.graph.record(sid, d.candidate.key, nxt, nxt != sid)
+        sid, cands = nxt, nxt_c
+    p.choose(w.graph, sid, cands)
+    by_label = {_label(c): c.key for c in cands}
+    search, search_cls = p._score(w.graph, sid, by_label["Search"])
+    title, title_cls = p._score(w.graph, sid, by_label["Title"])
+    assert search_cls == title_cls == "type"
+    assert p._element_gain[p._seen[(sid, by_label["Search"])].identity][1] == 0
+    assert search < title <= p.novelty("type")
+    resumed = GreedyPolicy()
+    resumed.restore(p.snapshot())
+    assert resumed._element_gain == p._element_gain
