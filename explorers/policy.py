@@ -87,11 +87,12 @@ PRIOR_WEIGHT = 3.0
 # above MIN_NOVELTY: probed where nothing better is on screen, not sought out elsewhere); after that its own record
 # decides. Not probed: classes whose low value is this crawl's evidence about the element itself (it changed nothing,
 # led only to known screens, its label never did anything), or whose cost is known (leaving the app, undoing the
-# choice just made, a submit the browser or server refuses for its empty required fields).
+# choice just made, a submit the browser or server refuses for its empty required fields), and back, which returns to a
+# screen the crawl has seen (its record says nothing about this app that it does not already know).
 PROBE_TRIES = 2
 PROBE_FLOOR = 0.25
-UNPROBED = frozenset({"back-exit", "link-external", "radio-revert", "submit-blocked", "dead-label", "no-effect",
-                      "repeat-known"})
+UNPROBED = frozenset({"back", "back-exit", "link-external", "radio-revert", "submit-blocked", "dead-label",
+                      "no-effect", "repeat-known"})
 # Below this chance an untried action is only taken when no state within reach offers a better one: the
 # actions of the current state come first (leaving means coming back later), unless they are all unpromising.
 MIN_NOVELTY = 0.2
@@ -415,6 +416,11 @@ class GreedyPolicy:
             return max(rate, PROBE_FLOOR)  # a prior is a guess about apps in general: ask this one
         return rate
 
+    def _probing(self, cls: str) -> bool:
+        """Whether ``cls``'s chance is the probe floor, not its record (see PROBE_FLOOR)."""
+        return self._tries.get(cls, 0) < PROBE_TRIES and cls not in UNPROBED \
+            and self.priors.get(cls, 0.3) < PROBE_FLOOR
+
     # --- classifying ---------------------------------------------------------------------------------
     def _remember(self, state: str, cands: list[Candidate]) -> None:
         radio_just_chosen, self._radio_chosen = self._radio_chosen, False
@@ -669,7 +675,8 @@ class GreedyPolicy:
         # restarting from the entry and walking from there).
         here = self._best_in(graph, state, set(by_key))
         plan: _Plan | None = None
-        if here is None or here[0] < MIN_NOVELTY:
+        if here is None or here[0] < MIN_NOVELTY or self._probing(here[2]):
+            # A probe is taken only where nothing within reach is worth more per step.
             plan = self._plan(graph, state, here[0] if here else 0.0)
         if plan is None and here is not None and here[2] == "back-exit" and self._landing_retries < LANDING_RETRIES:
             # All a fresh session's first screen offers is leaving it: the app had not finished loading (an editor
