@@ -409,17 +409,18 @@ class GreedyPolicy:
             # Filling a required field never changes the screen by itself; it is worth what the submit it unblocks
             # is worth, one step later.
             return FILL_DISCOUNT * self.novelty("element-new")
-        prior = self.priors.get(cls, 0.3)
-        tries = self._tries.get(cls, 0)
-        rate = (self._hits.get(cls, 0) + prior * PRIOR_WEIGHT) / (tries + PRIOR_WEIGHT)
-        if tries < PROBE_TRIES and cls not in UNPROBED:
-            return max(rate, PROBE_FLOOR)  # a prior is a guess about apps in general: ask this one
-        return rate
+        rate = self._rate(cls)
+        return PROBE_FLOOR if self._probing(cls, rate) else rate  # a prior is a guess about apps in general
 
-    def _probing(self, cls: str) -> bool:
+    def _rate(self, cls: str) -> float:
+        """The class's prior blended with what this crawl's actions of the class found."""
+        prior = self.priors.get(cls, 0.3)
+        return (self._hits.get(cls, 0) + prior * PRIOR_WEIGHT) / (self._tries.get(cls, 0) + PRIOR_WEIGHT)
+
+    def _probing(self, cls: str, rate: float | None = None) -> bool:
         """Whether ``cls``'s chance is the probe floor, not its record (see PROBE_FLOOR)."""
         return self._tries.get(cls, 0) < PROBE_TRIES and cls not in UNPROBED \
-            and self.priors.get(cls, 0.3) < PROBE_FLOOR
+            and (self._rate(cls) if rate is None else rate) < PROBE_FLOOR
 
     # --- classifying ---------------------------------------------------------------------------------
     def _remember(self, state: str, cands: list[Candidate]) -> None:

@@ -30,11 +30,11 @@ class World:
         self.table = StateTable("app")
         self.graph = Graph(canonical=self.table.canonical)
 
-    def see(self, url: str, *widgets: Widget) -> tuple[str, list[Candidate]]:
+    def see(self, url: str, *widgets: Widget, with_back: bool = False) -> tuple[str, list[Candidate]]:
         screen = Screen(Platform.WEB, url, 400, 800, 1.0, list(widgets), b"")
         sid = self.table.assign(features(screen, False))[0]
         self.graph.state(sid).location = url
-        cands = candidates(screen, with_back=False)
+        cands = candidates(screen, with_back=with_back)
         for c in cands:
             self.graph.offer(sid, c.key, c.group, c.target_key, c.action)
         return sid, cands

@@ -12,11 +12,9 @@ from __future__ import annotations
 
 import pytest
 
-from explorers.abstraction import features
-from explorers.candidates import Candidate, candidates
+from explorers.candidates import Candidate
 from explorers.policy import MIN_NOVELTY, NOVELTY_PRIORS, PROBE_FLOOR, PROBE_TRIES, GreedyPolicy
-from explorers.screen import Screen, Widget
-from schemas import ActionType, Platform
+from schemas import ActionType
 from tests.test_policy_context import World, _label, _w
 
 
@@ -72,22 +70,12 @@ def test_classes_judged_by_the_elements_own_record_are_not_probed() -> None:
     assert p.novelty("element-new") == pytest.approx(NOVELTY_PRIORS["element-new"])
 
 
-def _see_with_back(w: World, url: str, *widgets: Widget) -> tuple[str, list[Candidate]]:
-    screen = Screen(Platform.WEB, url, 400, 800, 1.0, list(widgets), b"")
-    sid = w.table.assign(features(screen, False))[0]
-    w.graph.state(sid).location = url
-    cands = candidates(screen, with_back=True)
-    for c in cands:
-        w.graph.offer(sid, c.key, c.group, c.target_key, c.action)
-    return sid, cands
-
-
 def test_a_back_that_left_the_app_is_booked_and_back_from_that_kind_of_screen_is_not_tried_again() -> None:
     w, p = World(), GreedyPolicy()
-    entry, entry_c = _see_with_back(w, "http://w/#/flows", _w("main/button[1]", "Open", role="button"))
+    entry, entry_c = w.see("http://w/#/flows", _w("main/button[1]", "Open", role="button"), with_back=True)
     d = p.choose(w.graph, entry, entry_c)
     assert _label(d.candidate) == "Open", d
-    panel, panel_c = _see_with_back(w, "http://w/#/flows", _w("main/h2", "Panel", role="heading"))
+    panel, panel_c = w.see("http://w/#/flows", _w("main/h2", "Panel", role="heading"), with_back=True)
     w.graph.record(entry, d.candidate.key, panel, True)
     d = p.choose(w.graph, panel, panel_c)
     assert d.candidate is not None and d.candidate.type is ActionType.NAVIGATE_BACK, d
@@ -96,7 +84,7 @@ def test_a_back_that_left_the_app_is_booked_and_back_from_that_kind_of_screen_is
     p.left_app()
     p.restarted()
     assert p._tries["back"] == 1 and p._hits["back"] == 0
-    again, again_c = _see_with_back(w, "http://w/#/flows", _w("main/h2", "Other panel", role="heading"))
+    again, again_c = w.see("http://w/#/flows", _w("main/h2", "Other panel", role="heading"), with_back=True)
     back = next(c for c in again_c if c.type is ActionType.NAVIGATE_BACK)
     p.choose(w.graph, again, again_c)
     assert p._class(w.graph, again, back.key) == "back-exit"
