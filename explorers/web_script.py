@@ -5,7 +5,10 @@ is an asynchronous script that waits *inside the page* until it is quiet — doc
 a short window, no young fetch/XHR in flight, one animation frame rendered — and then returns the viewport, the
 location and every visible element (rect, role, accessible name, text, state, the form it submits to). So an
 observation after an action costs one script call plus one screenshot, where polling from Python costs a
-round trip (and a sleep) per poll. ``EXTRACT_JS`` is the same extraction without the wait, ``SETTLE_JS`` the wait
+round trip (and a sleep) per poll. The extraction (about as long as the quiet window itself on a busy screen) is
+taken at the wait's first look when the page is already done with the action, and kept if nothing it reads has
+changed by the end of the window; so a step pays the window and the extraction side by side, not one after the
+other. ``EXTRACT_JS`` is the same extraction without the wait, ``SETTLE_JS`` the wait
 without the extraction, and ``PROBE_JS`` the cheap probe the Python polling fallback reads.
 """
 
@@ -70,6 +73,19 @@ function __tfInstall() {
       if (e.persisted) { window.__tfLeave = 0; window.__tfLast = performance.now(); }
     });
   } catch (e) {}
+  // Changes that reach the screen without a DOM mutation: scrolling, a resource (image, font) arriving, a field's
+  // value edited, focus moving, the viewport resized, an animation starting or ending. They do not hold the wait
+  // (a lazy-loading page would never be quiet); they only tell an extraction taken early that it is out of date.
+  // Element events do not bubble to ``window`` (``load`` never reaches it), so they are caught on ``document``.
+  window.__tfEv = 0;
+  function seen() { window.__tfEv++; }
+  try {
+    for (const k of ['scroll', 'load', 'error', 'input', 'change', 'focusin', 'focusout', 'toggle',
+                     'animationstart', 'animationend', 'transitionstart', 'transitionend']) {
+      document.addEventListener(k, seen, true);
+    }
+    addEventListener('resize', seen);
+  } catch (e) {}
   function begin() { const id = ++window.__tfReqId; window.__tfPend[id] = performance.now(); return id; }
   function end(id) { delete window.__tfPend[id]; window.__tfLast = performance.now(); }
   try {
@@ -94,6 +110,11 @@ function __tfInstall() {
     };
   } catch (e) {}
   return true;
+}
+// Everything the screen's readers watch, as one value: equal before and after means nothing they can see changed.
+function __tfMark() {
+  return [window.__tfMut, window.__tfLast, window.__tfReqId, window.__tfEv, window.__tfLeave,
+          location.href].join('|');
 }
 """
 
@@ -242,7 +263,7 @@ return {url: location.href, title: str(P(doc, 'title')), w: w, h: h, dpr: window
 # is not being left (``beforeunload`` seen: the next page is on its way). ``timeoutMs`` bounds it all: a page
 # that never quiets is captured as it is.
 _SETTLE = r"""
-function __tfSettle(quietMs, timeoutMs, staleMs, done) {
+function __tfSettle(quietMs, timeoutMs, staleMs, done, early) {
   const fresh = __tfInstall();
   const t0 = performance.now();
   let framed = false;
@@ -266,7 +287,7 @@ function __tfSettle(quietMs, timeoutMs, staleMs, done) {
   }
   // An animation's end is itself an event: transitionend / animationend handlers run a frame after the
   // animation stops, so the quiet window restarts when the last running animation was seen.
-  let lastAnim = t0;
+  let lastAnim = t0, first = true;
   function check() {
     const now = performance.now();
     const anim = animating();
@@ -277,6 +298,11 @@ function __tfSettle(quietMs, timeoutMs, staleMs, done) {
     // Leaving: wait for the next document (this script then dies with this one and the caller waits on the new
     // page). A navigation that never commits (204, a download) holds this one wait to its timeout, not later ones.
     const leaving = window.__tfLeave > 0;
+    // The first look finds the page already done with the action (nothing loading, moving or being left): the
+    // caller may read the screen now, while the quiet window runs, and keep that reading if the window passes
+    // without a change (its mark). Only the first look: a page that was still busy gets read after settling.
+    if (first && early && ready && !pending(now) && !anim && !leaving) early();
+    first = false;
     if (ready && quiet && painted && !pending(now) && !anim && !leaving) {
       done({stable: true, waited: now - t0, fresh: fresh});
       return;
@@ -303,14 +329,24 @@ __tfSettle(arguments[0], arguments[1], arguments[2], done);
 """
 
 # Asynchronous: wait until quiet, then extract, in one round trip: {settle: {...}, screen: {...}}.
+# Most actions are done with the page before the wait starts (the click handler ran, nothing was fetched), so
+# the screen is read at the wait's first look and the quiet window then only confirms it: the reading is kept
+# when the mark taken just before it is unchanged at the end (no mutation, request, scroll, load, input, focus,
+# resize or animation since), else the screen is read again. ``settle.extract`` says which: "early" (kept),
+# "again" (read early, changed, read again) or "after" (the page was busy at the first look).
 SETTLE_EXTRACT_JS = _INSTALL + _EXTRACT + _SETTLE + """
 const done = arguments[arguments.length - 1];
 const MAX = arguments[3];
+function read() {
+  try { return {screen: __tfExtract(MAX), error: ''}; } catch (e) { return {screen: null, error: String(e)}; }
+}
+let early = null, mark = '';
 __tfSettle(arguments[0], arguments[1], arguments[2], function (st) {
-  let screen = null, error = '';
-  try { screen = __tfExtract(MAX); } catch (e) { error = String(e); }
-  done({settle: st, screen: screen, error: error});
-});
+  const keep = early !== null && early.screen !== null && st.stable && mark === __tfMark();
+  const got = keep ? early : read();
+  st.extract = early === null ? 'after' : keep ? 'early' : 'again';
+  done({settle: st, screen: got.screen, error: got.error});
+}, function () { mark = __tfMark(); early = read(); });
 """
 
 # Seconds since the page last showed loading activity: a resource finished, the DOM changed, a fetch/XHR is in flight

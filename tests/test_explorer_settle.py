@@ -16,6 +16,8 @@ from explorers.profiles import VIEWPORTS, Profile
 from explorers.scripts import locate
 from explorers.sessions import EndpointSpec, OpenedDevice, open_device
 from explorers.settle import SettleConfig
+from explorers.web_platform import MAX_ELEMENTS
+from explorers.web_script import SETTLE_EXTRACT_JS
 from tests.pages import HTML, PageHandler, serve
 
 _NAVIGATE_ON_WAIT = """<script>window.__armed = false; const ga = Document.prototype.getAnimations;
@@ -24,6 +26,16 @@ _NAVIGATE_ON_WAIT = """<script>window.__armed = false; const ga = Document.proto
       return ga.apply(this, arguments); };
     </script><button id=go onclick="window.__armed = true; document.getElementById('st').textContent = 'armed'">
     Go</button><p id=st>idle</p>"""
+
+# A click arms the page; the settle wait's first look (its document.getAnimations call, made just before the
+# early read of the screen) then schedules CHANGE for the next task, which runs after that read: a reading
+# kept without checking would miss it, however fast or loaded the machine is.
+_CHANGE_AFTER_FIRST_LOOK = """<script>window.__armed = false; const ga = Document.prototype.getAnimations;
+    Document.prototype.getAnimations = function () {
+      if (window.__armed) { window.__armed = false; setTimeout(function () { CHANGE; }, 0); }
+      return ga.apply(this, arguments); };
+    </script><button id=go onclick="window.__armed = true">Go</button><p id=st>before</p>
+    <div style="height:3000px"></div><p>bottom</p>"""
 
 PAGES = {
     # A click starts a fetch that answers after 400 ms; only then is the result rendered.
@@ -44,6 +56,12 @@ PAGES = {
     "/nowhere": _NAVIGATE_ON_WAIT.replace("TARGET", "/no-content"),
     "/landed": "<h1>Landed page</h1>",
     "/plain": "<h1>Plain page</h1>",
+    # A click whose whole reaction runs in the click handler: done before the wait starts.
+    "/instant": """<button id=go onclick="document.getElementById('st').textContent = 'tapped'">Go</button>
+        <p id=st>idle</p>""",
+    # Reactions that arrive just after the early read: a DOM change, and a scroll (no DOM mutation at all).
+    "/late-text": _CHANGE_AFTER_FIRST_LOOK.replace("CHANGE", "document.getElementById('st').textContent = 'after'"),
+    "/late-scroll": _CHANGE_AFTER_FIRST_LOOK.replace("CHANGE", "window.scrollTo(0, 600)"),
     # Records every mouse event the target receives, for the desktop click variants.
     "/mouse": """<div id=go style="width:200px;height:100px;background:#ccc">target</div><p id=log></p><script>
         const log = []; const t = document.getElementById('go');
@@ -156,6 +174,39 @@ def test_an_endless_spinner_does_not_hold_the_wait_to_its_timeout(device: Opened
     # no wall-clock bound, so a loaded machine cannot fail it.
     assert settled.stable
     assert "tapped" in _texts(screen)
+
+
+def _settle_extract(device: OpenedDevice) -> dict:
+    """The in-page wait-and-read script itself, for what the adapter does not pass on (which reading it kept)."""
+    got = device.driver.execute_async_script(SETTLE_EXTRACT_JS, 30, 3000, 2000, MAX_ELEMENTS)
+    assert got["settle"]["stable"], got["settle"]
+    return got
+
+
+def test_a_screen_done_with_the_action_is_read_once_at_the_first_look(
+    device: OpenedDevice, pages_url: str
+) -> None:
+    _open_and_tap(device, pages_url + "/instant")
+    got = _settle_extract(device)
+    assert got["settle"]["extract"] == "early"  # read while the quiet window ran, and kept
+    assert "tapped" in {e["text"] for e in got["screen"]["elements"]}
+
+
+def test_a_change_after_the_early_read_is_read_again(device: OpenedDevice, pages_url: str) -> None:
+    _open_and_tap(device, pages_url + "/late-text")
+    got = _settle_extract(device)
+    assert got["settle"]["extract"] == "again"
+    texts = {e["text"] for e in got["screen"]["elements"]}
+    assert "after" in texts and "before" not in texts
+
+
+def test_a_scroll_after_the_early_read_is_read_again(device: OpenedDevice, pages_url: str) -> None:
+    # A scroll mutates nothing in the DOM, yet moves every rect: the early reading must not be kept.
+    _open_and_tap(device, pages_url + "/late-scroll")
+    settled, screen = device.settle_and_capture()
+    assert settled.stable
+    assert screen.scroll_y == 600
+    assert "Go" not in _texts(screen)  # scrolled out of the viewport
 
 
 @pytest.mark.parametrize(
