@@ -40,21 +40,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from explorers.devtools import cdp
 from explorers.safety import host_allowed
 from schemas.fileio import write_json_atomic
 
-CDP_COMMAND = "trajforgeExecuteCdp"
 NOT_APP_SCHEMES = ("chrome", "chrome-extension", "chrome-untrusted", "devtools", "extensions", "about", "data",
                    "blob")
-
-
-def cdp(driver: Any, cmd: str, params: dict[str, Any] | None = None) -> Any:
-    """One DevTools command through chromedriver's ``goog/cdp/execute`` (works for a ``webdriver.Remote``, which
-    lacks Selenium's Chrome-only ``execute_cdp_cmd``)."""
-    executor = driver.command_executor
-    if executor.get_command(CDP_COMMAND) is None:
-        executor.add_command(CDP_COMMAND, "POST", "/session/$sessionId/goog/cdp/execute")
-    return driver.execute(CDP_COMMAND, {"cmd": cmd, "params": params or {}})["value"]
 
 
 def is_app_script(url: str, hosts: list[str]) -> bool:
