@@ -43,6 +43,8 @@
    loop's random taps, mostly on labels and inputs that load nothing, are ``steps_vs_raw_random_taps``): find the
    clickable elements, screenshot, page source, tap with a zero-duration pointer (or type, or go back), wait for
    ``document.readyState``. No abstraction, no safety guard, no storage. Both exclude session start and login.
+   ``--speed-repeats`` pairs (crawl, replay), one after the other; the figure is their median ratio, each pair
+   printed (on 2 busy cores one pair's ratio varies by ±15%).
 3. ``farm_2_vs_1`` — wall time of the farm running the same jobs (demo app × 2 viewports × 2 locales, 40 steps
    each) on 1 vs 2 chromedriver devices, one worker process each; worker start-up is included, as users pay it.
 
@@ -53,7 +55,8 @@ With ``--repeats N`` every app is crawled N times per policy (random's seed 7, 8
 instance, and the figures compare the policies' means (the table shows the means, a line per app each repeat's
 greedy/random ratios): one crawl of Node-RED is decided by which policy happens to open its code editor.
 Usage: ``python benchmarks/bench_explore.py [--steps 40] [--raw-steps 40] [--farm-steps 15] [--thirdparty auto]
-[--apps datasette,trac] [--js-coverage] [--repeats 3] [--crawls-only] [--json FILE] [--keep DIR]``.
+[--apps datasette,trac] [--js-coverage] [--repeats 3] [--crawls-only | --speed-only] [--speed-repeats 5] [--json FILE]
+[--keep DIR]``.
 """
 
 from __future__ import annotations
@@ -62,6 +65,7 @@ import argparse
 import json
 import math
 import random
+import statistics
 import sys
 import tempfile
 import time
@@ -89,6 +93,7 @@ from explorers.abstraction import Features, exact_hash  # noqa: E402
 from explorers.config import parse_config  # noqa: E402
 from explorers.crawler import Crawler  # noqa: E402
 from explorers.demo_app.crawl_config import login_script  # noqa: E402
+from explorers.devtools import CDP_COMMAND  # noqa: E402
 from explorers.farm import run_farm  # noqa: E402
 from explorers.js_coverage import load_crawl, shared_baseline  # noqa: E402
 from explorers.local_servers import ManagedProcess, start_chromedriver, start_demo_app  # noqa: E402
@@ -506,6 +511,11 @@ def main() -> None:
                          "costs a DevTools round trip per step")
     ap.add_argument("--crawls-only", action="store_true",
                     help="only the per-app policy comparison (skip steps_vs_raw and farm_2_vs_1)")
+    ap.add_argument("--speed-only", action="store_true",
+                    help="only steps_vs_raw and farm_2_vs_1 (skip the per-app policy comparison)")
+    ap.add_argument("--speed-repeats", type=int, default=5,
+                    help="pairs of runs (trajforge crawl, raw replay of it) behind steps_vs_raw, which is their "
+                         "median ratio: one pair on 2 busy cores varies by ±15%%")
     ap.add_argument("--repeats", type=int, default=1,
                     help="crawl every app this many times per policy (random's seed 7, 8, ...; every crawl on a "
                          "fresh instance) and compare the policies' means: one crawl of an app whose coverage "
@@ -515,7 +525,8 @@ def main() -> None:
                     help="keep every crawl's output (graph, step log, audit, screenshots) in this folder instead of "
                          "a temporary one, to read what each policy did afterwards")
     args = ap.parse_args()
-    kinds = _app_kinds(args.thirdparty, [a.strip() for a in args.apps.split(",") if a.strip()] or None)
+    kinds = [] if args.speed_only else _app_kinds(args.thirdparty,
+                                                  [a.strip() for a in args.apps.split(",") if a.strip()] or None)
     procs: list[ManagedProcess] = []
     with _workdir(args.keep) as tmp:
         try:
@@ -524,70 +535,48 @@ def main() -> None:
             drivers = [start_chromedriver(log_dir=_mk(tmp / f"cd{i}")) for i in range(len(POLICIES))]
             procs.extend(drivers)
             urls = [d.url for d in drivers]
-            repeats: dict[str, list[dict[str, PolicyRun]]] = {}
-            not_started: list[str] = []
-            for r in range(args.repeats):
-                for kind in kinds:
-                    if kind in not_started:
-                        continue
-                    try:
-                        repeats.setdefault(kind, []).append(compare_policies(
-                            kind, tmp / f"repeat-{r + 1}" if args.repeats > 1 else tmp, urls, args.steps, procs,
-                            args.js_coverage, seed=7 + r))
-                    except Exception as exc:  # an app that cannot install or start is reported, not the end of the run
-                        console.print(f"[red]{kind} did not start:[/red] {type(exc).__name__}: {str(exc)[:300]}",
-                                      markup=True)
-                        not_started.append(kind)
-            print(f"BENCH apps_not_started={len(not_started)}")
-            per_app = {kind: mean_runs(got) for kind, got in repeats.items() if kind not in not_started}
-            runs = [r for got in repeats.values() for rep in got for r in rep.values()]
-            if args.repeats > 1:
-                print_spread(repeats)
-            print_table(per_app, args.steps, args.repeats)
-            if args.json:
-                args.json.write_text(json.dumps({k: [{p: vars(r) for p, r in rep.items()} for rep in got]
-                                                 for k, got in repeats.items()}, indent=1), encoding="utf-8")
+            if not args.speed_only:  # part 1: the policies on every app
+                repeats: dict[str, list[dict[str, PolicyRun]]] = {}
+                not_started: list[str] = []
+                for r in range(args.repeats):
+                    for kind in kinds:
+                        if kind in not_started:
+                            continue
+                        try:
+                            repeats.setdefault(kind, []).append(compare_policies(
+                                kind, tmp / f"repeat-{r + 1}" if args.repeats > 1 else tmp, urls, args.steps, procs,
+                                args.js_coverage, seed=7 + r))
+                        except Exception as exc:  # an app that cannot start is reported, not the end of the run
+                            console.print(f"[red]{kind} did not start:[/red] {type(exc).__name__}: {str(exc)[:300]}",
+                                          markup=True)
+                            not_started.append(kind)
+                print(f"BENCH apps_not_started={len(not_started)}")
+                per_app = {kind: mean_runs(got) for kind, got in repeats.items() if kind not in not_started}
+                runs = [r for got in repeats.values() for rep in got for r in rep.values()]
+                if args.repeats > 1:
+                    print_spread(repeats)
+                print_table(per_app, args.steps, args.repeats)
+                if args.json:
+                    args.json.write_text(json.dumps({k: [{p: vars(r) for p, r in rep.items()} for rep in got]
+                                                     for k, got in repeats.items()}, indent=1), encoding="utf-8")
 
-            def ratio(a: str, b: str) -> float:
-                return _geo([got[a].states / max(1, got[b].states) for got in per_app.values()])
+                def ratio(a: str, b: str) -> float:
+                    return _geo([got[a].states / max(1, got[b].states) for got in per_app.values()])
 
-            print(f"BENCH crawl_failures={sum(1 for r in runs if r.failed)}")
-            print(f"BENCH unintended_writes={sum(len(r.writes) for r in runs)}")
-            measured = [got for got in per_app.values()
-                        if got["greedy"].covered is not None and got["random"].covered is not None]
-            cov = [(got["greedy"].covered or 0) / max(1, got["random"].covered or 0) for got in measured]
-            raw = [(got["greedy"].covered_raw or 0) / max(1, got["random"].covered_raw or 0) for got in measured]
-            print(f"BENCH coverage_vs_random_apps={len(cov)}")
-            print(f"BENCH coverage_vs_random_raw={_geo(raw):.3f}")
-            print(f"BENCH coverage_vs_random={_geo(cov):.3f}")
-            print(f"BENCH states_vs_dfs={ratio('greedy', 'dfs'):.3f}")
-            print(f"BENCH states_vs_random={ratio('greedy', 'random'):.3f}")
+                print(f"BENCH crawl_failures={sum(1 for r in runs if r.failed)}")
+                print(f"BENCH unintended_writes={sum(len(r.writes) for r in runs)}")
+                measured = [got for got in per_app.values()
+                            if got["greedy"].covered is not None and got["random"].covered is not None]
+                cov = [(got["greedy"].covered or 0) / max(1, got["random"].covered or 0) for got in measured]
+                raw = [(got["greedy"].covered_raw or 0) / max(1, got["random"].covered_raw or 0) for got in measured]
+                print(f"BENCH coverage_vs_random_apps={len(cov)}")
+                print(f"BENCH coverage_vs_random_raw={_geo(raw):.3f}")
+                print(f"BENCH coverage_vs_random={_geo(cov):.3f}")
+                print(f"BENCH states_vs_dfs={ratio('greedy', 'dfs'):.3f}")
+                print(f"BENCH states_vs_random={ratio('greedy', 'random'):.3f}")
             if args.crawls_only:
                 return
-
-            _s, greedy_rate, _n = crawl(tmp / "speed-greedy", drivers[0].url, demo_app(demo.url), args.raw_steps,
-                                        "greedy")
-            with command_times() as tf_cmds:
-                _s, tf_rate, _n = crawl(tmp / "speed-random", drivers[0].url, demo_app(demo.url), args.raw_steps,
-                                        "random")
-            with command_times() as raw_cmds:
-                raw_rate = raw_loop(drivers[0].url, demo.url, args.raw_steps,
-                                    replay=crawl_actions(tmp / "speed-random", demo_app(demo.url)["id"]))
-            random_taps_rate = raw_loop(drivers[0].url, demo.url, args.raw_steps)
-            console.print(f"steps/s: trajforge random {tf_rate:.2f}, greedy {greedy_rate:.2f}, raw {raw_rate:.2f}")
-            # Why they differ: a tap's round trip waits for the page load it starts. The raw loop taps any
-            # clickable (labels, inputs, disabled buttons: no load); the crawl's candidates are actions that do
-            # something, so more of its taps load a page. Printed as diagnostics, not part of the ratio.
-            for name, cmds in (("trajforge_random", tf_cmds), ("raw", raw_cmds)):
-                taps = cmds.get("actions", [])
-                console.print(f"  {name}: {len(taps)} taps, mean {_mean_ms(taps):.0f} ms, "
-                              f"{sum(1 for t in taps if t > 0.08)} over 80 ms; screenshot "
-                              f"{_mean_ms(cmds.get('screenshot', [])):.0f} ms")
-                print(f"BENCH tap_ms_{name}={_mean_ms(taps):.1f}")
-            print(f"BENCH steps_per_s_trajforge_random={tf_rate:.3f}")
-            print(f"BENCH steps_per_s_trajforge_greedy={greedy_rate:.3f}")
-            print(f"BENCH steps_per_s_raw={raw_rate:.3f}")
-            print(f"BENCH steps_per_s_raw_random_taps={random_taps_rate:.3f}")
+            steps_vs_raw(tmp, drivers[0].url, demo, args.raw_steps, args.speed_repeats)
 
             one = farm_seconds(tmp / "farm1", [drivers[0].url], demo.url, args.farm_steps)
             two = farm_seconds(tmp / "farm2", [d.url for d in drivers[:2]], demo.url, args.farm_steps)
@@ -595,12 +584,55 @@ def main() -> None:
             print(f"BENCH farm_1_device_s={one:.2f}")
             print(f"BENCH farm_2_devices_s={two:.2f}")
 
-            print(f"BENCH steps_vs_raw={tf_rate / raw_rate:.3f}")
-            print(f"BENCH steps_vs_raw_random_taps={tf_rate / random_taps_rate:.3f}")
             print(f"BENCH farm_2_vs_1={one / two:.3f}")
         finally:
             for p in procs:
                 p.stop()
+
+
+def steps_vs_raw(tmp: Path, device: str, demo: ManagedProcess, steps: int, pairs: int) -> None:
+    """Part 2: ``pairs`` times a random crawl of the demo app (seed 7, 8, ...) and the raw loop replaying it, one
+    after the other; prints every pair, the median ratio (``steps_vs_raw``) and the diagnostics."""
+    app = demo_app(demo.url)
+    _s, greedy_rate, _n = crawl(tmp / "speed-greedy", device, app, steps, "greedy")
+    ratios: list[float] = []
+    tf_rates: list[float] = []
+    raw_rates: list[float] = []
+    tf_cmds: dict[str, list[float]] = {}
+    raw_cmds: dict[str, list[float]] = {}
+    for r in range(max(1, pairs)):
+        out = tmp / f"speed-random-{r + 1}"
+        with command_times() as got:
+            _s, tf_rate, _n = crawl(out, device, app, steps, "random", seed=7 + r)
+        for k, v in got.items():
+            tf_cmds.setdefault(k, []).extend(v)
+        with command_times() as got:
+            raw_rate = raw_loop(device, demo.url, steps, replay=crawl_actions(out, app["id"]))
+        for k, v in got.items():
+            raw_cmds.setdefault(k, []).extend(v)
+        ratios.append(tf_rate / raw_rate)
+        tf_rates.append(tf_rate)
+        raw_rates.append(raw_rate)
+        console.print(f"steps/s pair {r + 1}: trajforge random {tf_rate:.2f}, raw replay {raw_rate:.2f} "
+                      f"(ratio {ratios[-1]:.3f})")
+    random_taps_rate = raw_loop(device, demo.url, steps)
+    console.print(f"steps/s: trajforge greedy {greedy_rate:.2f}, raw random taps {random_taps_rate:.2f}")
+    # Why they differ: a tap's round trip waits for the page load it starts. The raw loop taps any
+    # clickable (labels, inputs, disabled buttons: no load); the crawl's candidates are actions that do
+    # something, so more of its taps load a page. Printed as diagnostics, not part of the ratio.
+    for name, cmds in (("trajforge_random", tf_cmds), ("raw", raw_cmds)):
+        taps = cmds.get("actions", [])
+        shots = cmds.get("screenshot", []) + cmds.get(CDP_COMMAND, [])
+        console.print(f"  {name}: {len(taps)} taps, mean {_mean_ms(taps):.0f} ms, "
+                      f"{sum(1 for t in taps if t > 0.08)} over 80 ms; screenshot {_mean_ms(shots):.0f} ms")
+        print(f"BENCH tap_ms_{name}={_mean_ms(taps):.1f}")
+    print(f"BENCH steps_per_s_trajforge_random={statistics.median(tf_rates):.3f}")
+    print(f"BENCH steps_per_s_trajforge_greedy={greedy_rate:.3f}")
+    print(f"BENCH steps_per_s_raw={statistics.median(raw_rates):.3f}")
+    print(f"BENCH steps_per_s_raw_random_taps={random_taps_rate:.3f}")
+    print(f"BENCH steps_vs_raw_pairs={len(ratios)}")
+    print(f"BENCH steps_vs_raw={statistics.median(ratios):.3f}")
+    print(f"BENCH steps_vs_raw_random_taps={statistics.median(tf_rates) / random_taps_rate:.3f}")
 
 
 def _mean(values: list[int]) -> int:
