@@ -22,7 +22,9 @@ class SettleConfig:
     interval_s: float = 0.05
     quiet_polls: int = 2  # consecutive equal probes that count as "stable"
     min_wait_s: float = 0.0  # floor, for apps whose reaction starts late (navigation after a tap)
-    quiet_s: float = 0.03  # in-page wait (web): no DOM change for this long, counted from the wait's start
+    # in-page wait (web): no DOM change for this long, counted from the action as the page saw it (its input
+    # events, or the load of the document it opened), else from the wait's start
+    quiet_s: float = 0.03
     stale_request_s: float = 1.0  # in-page wait: a request in flight longer than this is a long poll, not awaited
 
 

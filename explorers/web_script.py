@@ -1,15 +1,17 @@
 """The JavaScript injected into web pages: one call waits for the page to settle and extracts the screen.
 
 Why one script: every WebDriver round trip costs milliseconds, and a crawl makes thousands. ``SETTLE_EXTRACT_JS``
-is an asynchronous script that waits *inside the page* until it is quiet — document loaded, no DOM mutation for
-a short window, no young fetch/XHR in flight, one animation frame rendered — and then returns the viewport, the
-location and every visible element (rect, role, accessible name, text, state, the form it submits to). So an
-observation after an action costs one script call plus one screenshot, where polling from Python costs a
-round trip (and a sleep) per poll. The extraction (about as long as the quiet window itself on a busy screen) is
-taken at the wait's first look when the page is already done with the action, and kept if nothing it reads has
-changed by the end of the window; so a step pays the window and the extraction side by side, not one after the
-other. ``EXTRACT_JS`` is the same extraction without the wait, ``SETTLE_JS`` the wait
-without the extraction, and ``PROBE_JS`` the cheap probe the Python polling fallback reads.
+is an asynchronous script that waits *inside the page* until it is quiet — document loaded, no DOM mutation for a
+short window since the action, no young fetch/XHR in flight, one animation frame rendered — and then returns the
+viewport, the location and every visible element (rect, role, accessible name, text, state, the form it submits
+to). So an observation after an action costs one script call plus one screenshot, where polling from Python costs
+a round trip (and a sleep) per poll. The window is counted from the action's input events as the page received
+them, so the rest of the tap's round trip and the caller's bookkeeping count towards it: after most taps the page
+has been quiet long enough when the script arrives. The extraction is taken at the wait's first look when the
+page is already done with the action, and kept if nothing it reads has changed by the end of the window; so a step
+pays the window and the extraction side by side, not one after the other. ``EXTRACT_JS`` is the same extraction
+without the wait, ``SETTLE_JS`` the wait without the extraction, and ``PROBE_JS`` the cheap probe the Python
+polling fallback reads.
 """
 
 from __future__ import annotations
@@ -49,11 +51,28 @@ function __tfM(obj, name) {
   const fn = d && (d.value || (d.get && d.get.call(obj)));
   return fn.apply(obj, Array.prototype.slice.call(arguments, 2));
 }
+// When a document seen for the first time last did something observable: the end of its load event or the
+// arrival of its latest resource, once it has loaded (what it did before this script came cannot be watched any
+// more); now while it is still loading, or when its resource timing buffer is full (the newest arrivals are then
+// the ones not listed).
+function __tfLoadedAt() {
+  const now = performance.now();
+  try {
+    if (__tfP(document, 'readyState') !== 'complete') return now;
+    const nav = performance.getEntriesByType('navigation')[0];
+    if (!nav || !(nav.loadEventEnd > 0)) return now;
+    const res = performance.getEntriesByType('resource');
+    if (res.length >= 250) return now;
+    let last = nav.loadEventEnd;
+    for (const e of res) last = Math.max(last, e.responseEnd);
+    return Math.min(now, last);
+  } catch (e) { return now; }
+}
 function __tfInstall() {
   if (window.__tfToken) return false;
   window.__tfToken = Math.random().toString(36).slice(2);
   window.__tfMut = 0;
-  window.__tfLast = performance.now();
+  window.__tfLast = __tfLoadedAt();
   window.__tfPend = {};
   window.__tfReqId = 0;
   try {
@@ -74,18 +93,42 @@ function __tfInstall() {
     });
   } catch (e) {}
   // Changes that reach the screen without a DOM mutation: scrolling, a resource (image, font) arriving, a field's
-  // value edited, focus moving, the viewport resized, an animation starting or ending. They do not hold the wait
-  // (a lazy-loading page would never be quiet); they only tell an extraction taken early that it is out of date.
-  // Element events do not bubble to ``window`` (``load`` never reaches it), so they are caught on ``document``.
+  // value edited, focus moving, the viewport resized, an animation starting or ending. They tell an extraction
+  // taken early that it is out of date. Only scrolling also holds the wait, until its ``scrollend`` (a smooth or
+  // inertial scroll ends; a lazy-loading page's image loads might not). Element events do not bubble to
+  // ``window`` (``load`` never reaches it), so they are caught on ``document``.
   window.__tfEv = 0;
+  window.__tfScroll = 0;
+  window.__tfScrollEnd = 0;
   function seen() { window.__tfEv++; }
   try {
-    for (const k of ['scroll', 'load', 'error', 'input', 'change', 'focusin', 'focusout', 'toggle',
+    for (const k of ['load', 'error', 'input', 'change', 'focusin', 'focusout', 'toggle',
                      'animationstart', 'animationend', 'transitionstart', 'transitionend']) {
       document.addEventListener(k, seen, true);
     }
+    document.addEventListener('scroll', function () {
+      window.__tfEv++; window.__tfLast = window.__tfScroll = performance.now(); }, true);
+    document.addEventListener('scrollend', function () { window.__tfScrollEnd = performance.now(); }, true);
     addEventListener('resize', seen);
   } catch (e) {}
+  // When the user's input last reached the page (trusted pointer, touch, key and wheel events only: a page's own
+  // synthetic events are not an action), and when a frame was last rendered after it. The quiet window after an
+  // action counts from the action itself, not from when the wait's script arrived: the tap's round trip and the
+  // caller's bookkeeping already spent part of it, watched by the observers installed here.
+  window.__tfAct = 0;
+  window.__tfActFrame = 0;
+  function acted(e) {
+    if (!e.isTrusted) return;
+    window.__tfAct = performance.now();
+    try { requestAnimationFrame(function () { window.__tfActFrame = performance.now(); }); } catch (x) {}
+  }
+  try {
+    for (const k of ['pointerdown', 'pointerup', 'mousedown', 'mouseup', 'click', 'touchstart', 'touchend',
+                     'keydown', 'keyup', 'wheel']) {
+      addEventListener(k, acted, {capture: true, passive: true});
+    }
+  } catch (e) {}
+  window.__tfSettled = 0;
   function begin() { const id = ++window.__tfReqId; window.__tfPend[id] = performance.now(); return id; }
   function end(id) { delete window.__tfPend[id]; window.__tfLast = performance.now(); }
   try {
@@ -255,18 +298,26 @@ return {url: location.href, title: str(P(doc, 'title')), w: w, h: h, dpr: window
 }
 """
 
-# Waits inside the page, then calls ``done`` with {stable, waited, ...}. Quiet means: the document has loaded,
-# no DOM mutation and no request finished for ``quietMs`` (counted from the script's start too, so a reaction
-# scheduled just after the action is still awaited), no fetch/XHR younger than ``staleMs`` in flight (older ones
-# are long polls that never end), no finite CSS animation/transition running (infinite ones are spinners and
-# never end either), one animation frame rendered (or 100 ms passed where frames are throttled), and the document
-# is not being left (``beforeunload`` seen: the next page is on its way). ``timeoutMs`` bounds it all: a page
-# that never quiets is captured as it is.
+# Waits inside the page, then calls ``done`` with {stable, waited, since, ...}. Quiet means: the document has
+# loaded, no DOM mutation, scroll or finished request for ``quietMs`` (counted from the action too, so a reaction
+# scheduled just after it is still awaited: from the last trusted input event since the previous wait, else from
+# the script's start; ``since`` says how long before the start that was), no fetch/XHR younger than ``staleMs`` in
+# flight (older ones are long polls that never end), no finite CSS animation/transition running (infinite ones are
+# spinners and never end either), one animation frame rendered after the action (or 100 ms passed where frames are
+# throttled), and the document is not being left (``beforeunload`` seen: the next page is on its way).
+# ``timeoutMs`` bounds it all: a page that never quiets is captured as it is.
 _SETTLE = r"""
 function __tfSettle(quietMs, timeoutMs, staleMs, done, early) {
   const fresh = __tfInstall();
   const t0 = performance.now();
-  let framed = false;
+  // Input since the last wait on this document: the quiet window counts from it (and a frame rendered after it is
+  // the frame awaited). No input (a scroll or a value set by script, back to a cached page): from now.
+  const act = window.__tfAct > window.__tfSettled ? window.__tfAct : 0;
+  // A document first seen by this wait (the action navigated) counts from its last observable activity, and has
+  // rendered a frame once it has painted.
+  const since = act ? act : fresh ? window.__tfLast : t0;
+  let framed = act > 0 && window.__tfActFrame > act;
+  try { if (fresh && performance.getEntriesByType('paint').length) framed = true; } catch (e) {}
   try { requestAnimationFrame(function () { framed = true; }); } catch (e) { framed = true; }
   function pending(now) {
     let n = 0;
@@ -287,30 +338,36 @@ function __tfSettle(quietMs, timeoutMs, staleMs, done, early) {
   }
   // An animation's end is itself an event: transitionend / animationend handlers run a frame after the
   // animation stops, so the quiet window restarts when the last running animation was seen.
-  let lastAnim = t0, first = true;
+  let lastAnim = 0, looks = 0;
   function check() {
     const now = performance.now();
     const anim = animating();
     if (anim) lastAnim = now;
     const ready = __tfP(document, 'readyState') === 'complete';
-    const quiet = now - Math.max(window.__tfLast, t0, lastAnim) >= quietMs;
-    const painted = framed || now - t0 >= 100;
+    const quiet = now - Math.max(window.__tfLast, since, lastAnim) >= quietMs;
+    const painted = framed || now - since >= 100;
     // Leaving: wait for the next document (this script then dies with this one and the caller waits on the new
     // page). A navigation that never commits (204, a download) holds this one wait to its timeout, not later ones.
     const leaving = window.__tfLeave > 0;
+    // Scrolling: a scroll event not yet followed by its scrollend. A browser without ``scrollend`` (or a frame
+    // starved for this long) is not held beyond a scroll event older than 150 ms.
+    const scrolling = window.__tfScroll > window.__tfScrollEnd && now - window.__tfScroll < 150;
     // The first look finds the page already done with the action (nothing loading, moving or being left): the
     // caller may read the screen now, while the quiet window runs, and keep that reading if the window passes
     // without a change (its mark). Only the first look: a page that was still busy gets read after settling.
-    if (first && early && ready && !pending(now) && !anim && !leaving) early();
-    first = false;
-    if (ready && quiet && painted && !pending(now) && !anim && !leaving) {
-      done({stable: true, waited: now - t0, fresh: fresh});
+    looks++;
+    if (looks === 1 && early && ready && !pending(now) && !anim && !leaving && !scrolling) early();
+    if (ready && quiet && painted && !pending(now) && !anim && !leaving && !scrolling) {
+      window.__tfSettled = now;
+      done({stable: true, waited: now - t0, fresh: fresh, since: t0 - since, looks: looks});
       return;
     }
     if (now - t0 >= timeoutMs) {
       window.__tfLeave = 0;
+      window.__tfSettled = now;
       done({stable: false, waited: now - t0, fresh: fresh, ready: __tfP(document, 'readyState'), quiet: quiet,
-            pending: pending(now), animating: animating(), leaving: leaving});
+            pending: pending(now), animating: animating(), leaving: leaving, scrolling: scrolling,
+            since: t0 - since, looks: looks});
       return;
     }
     setTimeout(check, 8);

@@ -27,14 +27,15 @@ _NAVIGATE_ON_WAIT = """<script>window.__armed = false; const ga = Document.proto
     </script><button id=go onclick="window.__armed = true; document.getElementById('st').textContent = 'armed'">
     Go</button><p id=st>idle</p>"""
 
-# A click arms the page; the settle wait's first look (its document.getAnimations call, made just before the
-# early read of the screen) then schedules CHANGE for the next task, which runs after that read: a reading
-# kept without checking would miss it, however fast or loaded the machine is.
+# A script (not a tap: no input event, so the quiet window counts from the wait's start) arms the page; the settle
+# wait's first look (its document.getAnimations call, made just before the early read of the screen) then
+# schedules CHANGE for the next task, which runs after that read and inside the window: a reading kept without
+# checking would miss it, however fast or loaded the machine is.
 _CHANGE_AFTER_FIRST_LOOK = """<script>window.__armed = false; const ga = Document.prototype.getAnimations;
     Document.prototype.getAnimations = function () {
       if (window.__armed) { window.__armed = false; setTimeout(function () { CHANGE; }, 0); }
       return ga.apply(this, arguments); };
-    </script><button id=go onclick="window.__armed = true">Go</button><p id=st>before</p>
+    </script><button id=go>Go</button><p id=st>before</p>
     <div style="height:3000px"></div><p>bottom</p>"""
 
 PAGES = {
@@ -62,6 +63,9 @@ PAGES = {
     # Reactions that arrive just after the early read: a DOM change, and a scroll (no DOM mutation at all).
     "/late-text": _CHANGE_AFTER_FIRST_LOOK.replace("CHANGE", "document.getElementById('st').textContent = 'after'"),
     "/late-scroll": _CHANGE_AFTER_FIRST_LOOK.replace("CHANGE", "window.scrollTo(0, 600)"),
+    # A page that scrolls smoothly: a scroll by script animates over several frames, with no DOM mutation.
+    "/smooth": """<style>html{scroll-behavior:smooth}</style><p>top</p><div style="height:6000px"></div>
+        <p>bottom</p>""",
     # Records every mouse event the target receives, for the desktop click variants.
     "/mouse": """<div id=go style="width:200px;height:100px;background:#ccc">target</div><p id=log></p><script>
         const log = []; const t = document.getElementById('go');
@@ -176,11 +180,63 @@ def test_an_endless_spinner_does_not_hold_the_wait_to_its_timeout(device: Opened
     assert "tapped" in _texts(screen)
 
 
-def _settle_extract(device: OpenedDevice) -> dict:
-    """The in-page wait-and-read script itself, for what the adapter does not pass on (which reading it kept)."""
-    got = device.driver.execute_async_script(SETTLE_EXTRACT_JS, 30, 3000, 2000, MAX_ELEMENTS)
+def _settle_extract(device: OpenedDevice, quiet_ms: int = 30) -> dict:
+    """The in-page wait-and-read script itself, for what the adapter does not pass on (which reading it kept, how
+    many looks it took, how long before its start the action was)."""
+    got = device.driver.execute_async_script(SETTLE_EXTRACT_JS, quiet_ms, 3000, 2000, MAX_ELEMENTS)
     assert got["settle"]["stable"], got["settle"]
     return got
+
+
+def _open_and_arm(device: OpenedDevice, url: str) -> None:
+    device.open(url)
+    device.settle()
+    device.driver.execute_script("window.__armed = true")
+
+
+def test_the_quiet_window_counts_from_the_action(device: OpenedDevice, pages_url: str) -> None:
+    # The tap's input events reached the page at least 0.4 s before the wait starts; nothing changed since the
+    # click handler ran. A 0.3 s window counted from the action is over: the first look settles it.
+    _open_and_tap(device, pages_url + "/instant")
+    time.sleep(0.4)  # a lower bound on the time since the action, not a race
+    got = _settle_extract(device, quiet_ms=300)
+    assert got["settle"]["since"] >= 300
+    assert got["settle"]["looks"] == 1 and got["settle"]["extract"] == "early"
+    assert "tapped" in {e["text"] for e in got["screen"]["elements"]}
+
+
+def test_a_document_the_action_loaded_counts_from_its_load(device: OpenedDevice, pages_url: str) -> None:
+    # The wait's script is the first to run in the new document: what the document did before cannot be watched,
+    # but its load ended (and every resource arrived) at least 0.4 s ago, so a 0.3 s window is already over.
+    device.open(pages_url + "/plain")  # returns once the page has loaded
+    time.sleep(0.4)
+    got = _settle_extract(device, quiet_ms=300)
+    assert got["settle"]["fresh"] and got["settle"]["since"] >= 300
+    assert got["settle"]["looks"] == 1
+    assert "Plain page" in {e["text"] for e in got["screen"]["elements"]}
+
+
+def test_without_an_action_the_quiet_window_counts_from_the_wait(device: OpenedDevice, pages_url: str) -> None:
+    # The previous wait already consumed the tap: a second wait on the same page has no action to count from.
+    _open_and_tap(device, pages_url + "/instant")
+    device.settle()
+    got = _settle_extract(device, quiet_ms=200)
+    assert got["settle"]["since"] == 0
+    assert got["settle"]["waited"] >= 200 and got["settle"]["looks"] > 1
+
+
+def test_a_smooth_scroll_is_awaited_to_its_end(device: OpenedDevice, pages_url: str) -> None:
+    device.open(pages_url + "/smooth")
+    device.settle()
+    device.scroll("down")
+    settled, screen = device.settle_and_capture()
+    assert settled.stable
+    end = device.driver.execute_async_script(
+        """const done = arguments[0]; const se = document.scrollingElement;
+        let last = -1; (function look() { if (se.scrollTop === last) done(last); else { last = se.scrollTop;
+        setTimeout(look, 200); } })();""")
+    assert end > 0
+    assert screen.scroll_y == end  # read where the scroll ended, not on its way
 
 
 def test_a_screen_done_with_the_action_is_read_once_at_the_first_look(
@@ -193,7 +249,7 @@ def test_a_screen_done_with_the_action_is_read_once_at_the_first_look(
 
 
 def test_a_change_after_the_early_read_is_read_again(device: OpenedDevice, pages_url: str) -> None:
-    _open_and_tap(device, pages_url + "/late-text")
+    _open_and_arm(device, pages_url + "/late-text")
     got = _settle_extract(device)
     assert got["settle"]["extract"] == "again"
     texts = {e["text"] for e in got["screen"]["elements"]}
@@ -202,7 +258,7 @@ def test_a_change_after_the_early_read_is_read_again(device: OpenedDevice, pages
 
 def test_a_scroll_after_the_early_read_is_read_again(device: OpenedDevice, pages_url: str) -> None:
     # A scroll mutates nothing in the DOM, yet moves every rect: the early reading must not be kept.
-    _open_and_tap(device, pages_url + "/late-scroll")
+    _open_and_arm(device, pages_url + "/late-scroll")
     settled, screen = device.settle_and_capture()
     assert settled.stable
     assert screen.scroll_y == 600
