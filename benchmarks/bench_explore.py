@@ -47,6 +47,7 @@
    printed (on 2 busy cores one pair's ratio varies by ±15%).
 3. ``farm_2_vs_1`` — wall time of the farm running the same jobs (demo app × 2 viewports × 2 locales, 40 steps
    each) on 1 vs 2 chromedriver devices, one worker process each; worker start-up is included, as users pay it.
+   ``--farm-repeats`` pairs (1 device, 2 devices), one after the other; the figure is their median ratio.
 
 Prints ``BENCH`` lines, per app and policy first; then ``crawl_failures``, ``unintended_writes``,
 ``coverage_vs_random`` (beyond the baseline; ``coverage_vs_random_raw`` beside it), ``states_vs_dfs``,
@@ -55,7 +56,8 @@ With ``--repeats N`` every app is crawled N times per policy (random's seed 7, 8
 instance, and the figures compare the policies' means (the table shows the means, a line per app each repeat's
 greedy/random ratios): one crawl of Node-RED is decided by which policy happens to open its code editor.
 Usage: ``python benchmarks/bench_explore.py [--steps 40] [--raw-steps 40] [--farm-steps 15] [--thirdparty auto]
-[--apps datasette,trac] [--js-coverage] [--repeats 3] [--crawls-only | --speed-only] [--speed-repeats 5] [--json FILE]
+[--apps datasette,trac] [--js-coverage] [--repeats 3] [--crawls-only | --speed-only] [--speed-repeats 5]
+[--farm-repeats 3] [--json FILE]
 [--keep DIR]``.
 """
 
@@ -516,6 +518,8 @@ def main() -> None:
     ap.add_argument("--speed-repeats", type=int, default=5,
                     help="pairs of runs (trajforge crawl, raw replay of it) behind steps_vs_raw, which is their "
                          "median ratio: one pair on 2 busy cores varies by ±15%%")
+    ap.add_argument("--farm-repeats", type=int, default=3,
+                    help="pairs of farm runs (1 device, 2 devices) behind farm_2_vs_1, which is their median ratio")
     ap.add_argument("--repeats", type=int, default=1,
                     help="crawl every app this many times per policy (random's seed 7, 8, ...; every crawl on a "
                          "fresh instance) and compare the policies' means: one crawl of an app whose coverage "
@@ -578,13 +582,7 @@ def main() -> None:
                 return
             steps_vs_raw(tmp, drivers[0].url, demo, args.raw_steps, args.speed_repeats)
 
-            one = farm_seconds(tmp / "farm1", [drivers[0].url], demo.url, args.farm_steps)
-            two = farm_seconds(tmp / "farm2", [d.url for d in drivers[:2]], demo.url, args.farm_steps)
-            console.print(f"farm: 4 jobs × {args.farm_steps} steps: 1 device {one:.1f}s, 2 devices {two:.1f}s")
-            print(f"BENCH farm_1_device_s={one:.2f}")
-            print(f"BENCH farm_2_devices_s={two:.2f}")
-
-            print(f"BENCH farm_2_vs_1={one / two:.3f}")
+            farm_2_vs_1(tmp, [d.url for d in drivers[:2]], demo.url, args.farm_steps, args.farm_repeats)
         finally:
             for p in procs:
                 p.stop()
@@ -633,6 +631,21 @@ def steps_vs_raw(tmp: Path, device: str, demo: ManagedProcess, steps: int, pairs
     print(f"BENCH steps_vs_raw_pairs={len(ratios)}")
     print(f"BENCH steps_vs_raw={statistics.median(ratios):.3f}")
     print(f"BENCH steps_vs_raw_random_taps={statistics.median(tf_rates) / random_taps_rate:.3f}")
+
+
+def farm_2_vs_1(tmp: Path, devices: list[str], app_url: str, steps: int, pairs: int) -> None:
+    """Part 3: ``pairs`` times the farm on one device, then on two; prints every pair and the median ratio."""
+    ones: list[float] = []
+    twos: list[float] = []
+    for r in range(max(1, pairs)):
+        ones.append(farm_seconds(tmp / f"farm1-{r + 1}", devices[:1], app_url, steps))
+        twos.append(farm_seconds(tmp / f"farm2-{r + 1}", devices[:2], app_url, steps))
+        console.print(f"farm pair {r + 1}: 4 jobs × {steps} steps: 1 device {ones[-1]:.1f}s, 2 devices "
+                      f"{twos[-1]:.1f}s (ratio {ones[-1] / twos[-1]:.3f})")
+    print(f"BENCH farm_1_device_s={statistics.median(ones):.2f}")
+    print(f"BENCH farm_2_devices_s={statistics.median(twos):.2f}")
+    print(f"BENCH farm_2_vs_1_pairs={len(ones)}")
+    print(f"BENCH farm_2_vs_1={statistics.median(o / t for o, t in zip(ones, twos, strict=True)):.3f}")
 
 
 def _mean(values: list[int]) -> int:
