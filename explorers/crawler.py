@@ -605,6 +605,8 @@ class Crawler:
         if c.type is ActionType.TYPE and error is None:
             self._typed_texts.add(c.action.text or "")  # before the next screen is read: that value is ours
         _settled, screen = device.settle_and_capture()
+        if screen.background:
+            screen = self._into_crawl_tab(device, cur, screen)
         if self.js_coverage is not None:
             # What this action made the app run (guides the policy). Every step ends with a take (this one, a
             # restart's baseline take, an opened URL's), so nothing the app ran between two actions waits for the
@@ -640,6 +642,21 @@ class Crawler:
         self.stats.new_steps += 1
         self._acting = None
         return nxt
+
+    def _into_crawl_tab(self, device: Device, cur: Observed, screen: Screen) -> Screen:
+        """The action opened another tab or window (``Screen.background``): close it, and where it showed a page of
+        the app the crawl may open, show that page in the crawl's own tab, which is what the action led to. One tab
+        keeps the graph a graph of one screen at a time, and a tab left in the background stalls every later
+        pointer action (chromedriver waits for a frame it never draws)."""
+        urls = device.close_strays()
+        follow = next((u for u in urls if self._openable(u)), None)
+        self.audit.write(worker=self.worker, step=self.stats.steps, state=cur.sid, decision="new-window",
+                         url=", ".join(u[:200] for u in urls[:5]),
+                         reason=f"the action opened {len(urls)} tab(s) or window(s): closed"
+                                + (f"; {follow[:200]} shown in the crawl's tab instead" if follow else ""))
+        if follow is not None:
+            device.open(follow)
+        return device.settle_and_capture()[1]
 
     def _recover(self, device: Device, cur: Observed) -> Observed:
         """Left the app (external link, other package): go back once, else restart."""

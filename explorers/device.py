@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import struct
+import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -20,6 +21,7 @@ from selenium.webdriver.common.actions import interaction
 from selenium.webdriver.common.actions.action_builder import ActionBuilder
 from selenium.webdriver.common.actions.pointer_input import PointerInput
 from selenium.webdriver.common.keys import Keys
+from urllib3.exceptions import TimeoutError as Urllib3Timeout
 
 from explorers.screen import Screen, Widget
 from explorers.settle import InPageWaitUnavailable, SettleConfig, SettleResult, wait_until_stable
@@ -32,6 +34,7 @@ if TYPE_CHECKING:
 
 MAX_DIALOGS_PER_CALL = 3  # a page that keeps opening dialogs fails the command instead of looping
 LONG_PRESS_MS = 800
+WEDGED_QUIT_WAIT_S = 5.0  # how long quitting a session stuck on a command waits before leaving it
 SWIPE_MS = 120
 KEYS = {"enter": Keys.ENTER, "tab": Keys.TAB, "escape": Keys.ESCAPE, "backspace": Keys.BACKSPACE,
         "space": Keys.SPACE, "down": Keys.ARROW_DOWN, "up": Keys.ARROW_UP}
@@ -57,6 +60,8 @@ def is_session_death(exc: BaseException) -> bool:
     text = str(exc).lower()
     if isinstance(exc, (ConnectionError, OSError)) and not isinstance(exc, WebDriverException):
         return True
+    if isinstance(exc, Urllib3Timeout):
+        return True  # the WebDriver server did not answer within the session's command timeout: it is wedged
     return any(m in text for m in _DEAD_MARKERS)
 
 
@@ -93,6 +98,7 @@ class Device:
         self.adapter = adapter
         self.settle_config = settle or SettleConfig()
         self.dismissed_dialogs: list[str] = []  # texts of page dialogs answered with Cancel, for the audit log
+        self.wedged = False  # a command went unanswered past the command timeout: the server is stuck on it
 
     @property
     def platform(self) -> Platform:
@@ -115,6 +121,8 @@ class Device:
                 with contextlib.suppress(Exception):
                     self.driver.switch_to.alert.dismiss()
             except Exception as exc:
+                if isinstance(exc, Urllib3Timeout):
+                    self.wedged = True
                 if is_session_death(exc):
                     raise SessionLost(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from exc
                 raise
@@ -243,6 +251,12 @@ class Device:
     def open(self, target: str) -> None:
         self._guard(self.adapter.open, self.driver, target)
 
+    def close_strays(self) -> list[str]:
+        """Close the tabs and windows the app opened and return to the crawl's own (web; see
+        ``WebAdapter.close_strays``); returns what they showed. Elsewhere there is nothing to close."""
+        close = getattr(self.adapter, "close_strays", None)
+        return list(self._guard(close, self.driver)) if close is not None else []
+
     def clear_data(self, target: str) -> None:
         """Forget what the app kept on this device for ``target`` (web: cookies and storage of its origin;
         Android: the package's data), so the next start is a first start."""
@@ -301,6 +315,17 @@ class Device:
             return False
 
     def quit(self) -> None:
+        if self.wedged:
+            # The server answers the session's commands one at a time and is still stuck on the one that timed out,
+            # so the delete waits behind it (two minutes on chromedriver). Ask in the background, wait a little, and
+            # go on: the crawl opens a new session either way.
+            asker = threading.Thread(target=self._quit_quietly, name="quit-wedged-session", daemon=True)
+            asker.start()
+            asker.join(WEDGED_QUIT_WAIT_S)
+            return
+        self._quit_quietly()
+
+    def _quit_quietly(self) -> None:
         with contextlib.suppress(Exception):  # a dead session cannot be quit; nothing else to do
             self.driver.quit()
 

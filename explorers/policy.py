@@ -97,7 +97,13 @@ UNPROBED = frozenset({"back", "back-exit", "link-external", "radio-revert", "sub
 # actions of the current state come first (leaving means coming back later), unless they are all unpromising.
 MIN_NOVELTY = 0.2
 FILL_DISCOUNT = 0.8  # a required field is worth this share of the submit it unblocks
-HOP_MISS_LIMIT = 2  # consecutive times a known hop led elsewhere before walks stop using it
+HOP_MISS_LIMIT = 2  # consecutive times a known hop led elsewhere (or was not on screen) before walks stop using it
+# Navigation steps (walk steps, opened URLs, restarts) spent towards one state without acting there before it is given
+# up: a route that keeps failing in a way no single check sees (its hop missing from the screen, a landing that sends
+# the walk elsewhere) must not take the rest of the budget. A walk of MAX_WALK steps fits twice.
+APPROACH_LIMIT = 2 * MAX_WALK
+REPLANS = 4  # times one decision re-plans after the planned first hop turned out not to be on screen
+FUTILE_RESTARTS = 2  # restarts in a row with no known route anywhere before the crawl stops
 DEAD_LABEL_TRIES = 3  # elements with one label that changed nothing this often are not worth another try
 ABSENT_LIMIT = 2  # visits to a state without an action it once offered before that action is given up
 SUBMIT_TYPES = ("submit", "image", "")
@@ -256,6 +262,9 @@ class GreedyPolicy:
     _landing_retries: int = 0  # restarts because the entry offered nothing but "back"
     _code_new: int | None = None  # new code characters the last action ran (``code_reached``); None: not measured
     _code_guided: bool = False  # the crawl measures the app's code: discoveries are judged by it
+    _approach: Counter[str] = field(default_factory=Counter)  # state -> navigation steps towards it since acting there
+    _given_up: set[str] = field(default_factory=set)  # states no route reached in APPROACH_LIMIT steps: not planned
+    _futile: int = 0  # restarts in a row that found no known route to any untried action
 
     # --- what a resumed crawl keeps ------------------------------------------------------------------
     def snapshot(self) -> dict[str, Any]:
@@ -281,6 +290,7 @@ class GreedyPolicy:
             "regions": {k: list(v) for k, v in self._regions.items()}, "code_guided": self._code_guided,
             "back_exits": {k: list(v) for k, v in self._back_exits.items()},
             "element_gain": [[*k, *v] for k, v in self._element_gain.items()],
+            "approach": dict(self._approach), "given_up": sorted(self._given_up),
         }
 
     def restore(self, data: dict[str, Any]) -> None:
@@ -309,6 +319,8 @@ class GreedyPolicy:
         self._code_guided = bool(data.get("code_guided", False))
         self._back_exits = {k: (int(v[0]), int(v[1])) for k, v in data.get("back_exits", {}).items()}
         self._element_gain = {(t, lb): (int(n), float(g)) for t, lb, n, g in data.get("element_gain", [])}
+        self._approach = Counter(data.get("approach", {}))
+        self._given_up = set(data.get("given_up", []))
 
     # --- learning ----------------------------------------------------------------------------------
     def code_reached(self, chars: int) -> None:
@@ -678,7 +690,7 @@ class GreedyPolicy:
         plan: _Plan | None = None
         if here is None or here[0] < MIN_NOVELTY or self._probing(here[2]):
             # A probe is taken only where nothing within reach is worth more per step.
-            plan = self._plan(graph, state, here[0] if here else 0.0)
+            plan = self._route(graph, state, here[0] if here else 0.0, set(by_key))
         if plan is None and here is not None and here[2] == "back-exit" and self._landing_retries < LANDING_RETRIES:
             # All a fresh session's first screen offers is leaving it: the app had not finished loading (an editor
             # that draws itself after the page's load event). Reloading costs one step; going back costs two or three
@@ -692,9 +704,14 @@ class GreedyPolicy:
             score, key, _cls = here
             best = self._pick(graph, state, cands, key, score)
             self._walking = 0
+            self._approach.pop(state, None)
+            self._futile = 0
             n = graph.target_tries[best.target_key or best.key]
             return Decision("act", f"untried action in this state ({self._last_class}, novelty "
                             f"{score:.2f})" + (", new element" if n == 0 else ""), best)
+        if plan is not None:
+            self._approach[plan.target] += 1
+            self._futile = 0
         if plan is not None and plan.how == "open":
             self._walking = 0
             self._failed_hops.clear()
@@ -716,6 +733,11 @@ class GreedyPolicy:
                 return Decision("act", f"walk {plan.distance} step(s) to a state with a more promising untried "
                                 "action", c)
             self._failed_hops.add((src, key))
+        if plan is None and self._anything_left(graph):
+            self._futile += 1
+            if self._futile > FUTILE_RESTARTS:
+                return Decision("stop", f"no known route reaches a state with untried actions ({self._futile - 1} "
+                                "restarts in a row found none)")
         if plan is not None or self._anything_left(graph):
             self._walking = 0
             self._failed_hops.clear()
@@ -724,6 +746,28 @@ class GreedyPolicy:
                 else "no known path from here to a state with untried actions"
             return Decision("restart", why)
         return Decision("stop", "every known state is fully explored")
+
+    def _route(self, graph: Graph, state: str, floor: float, offered: set[str]) -> _Plan | None:
+        """``_plan``, checked against what is on screen and what earlier approaches achieved. A planned walk whose
+        first hop is not on this screen (the app drew the state without it: a list emptied, a button hidden) is a
+        miss of that hop, like a hop that led elsewhere, and the route is planned again without it; a state that
+        APPROACH_LIMIT navigation steps did not get the crawl to act in is given up. Without both, a restart clears
+        the hops that failed and the same route is tried again and again (I Hate Money: restart, open, one walk
+        step, 30 times over in one 200-step crawl)."""
+        plan = None
+        for _ in range(REPLANS + 1):
+            plan = self._plan(graph, state, floor)
+            if plan is None:
+                return None
+            if plan.how == "walk" and plan.hop is not None and plan.hop[1] not in offered:
+                self._failed_hops.add(plan.hop)
+                self._hop_misses[plan.hop] += 1
+                continue
+            if self._approach[plan.target] >= APPROACH_LIMIT:
+                self._given_up.add(plan.target)
+                continue
+            return plan
+        return plan
 
     def _plan(self, graph: Graph, state: str, floor: float) -> _Plan | None:
         """The known state whose best untried action is worth most per step spent getting there: walking from here,
@@ -734,7 +778,7 @@ class GreedyPolicy:
         from_entry = self._bfs(graph, graph.canonical(self._entry)) if self._entry is not None else {}
         opened = self._bfs_from(graph, self._open_sources(graph, state))
         for s in set(walks) | set(from_entry) | set(opened):
-            if s == state or not graph.has_unexplored(s):
+            if s == state or s in self._given_up or not graph.has_unexplored(s):
                 continue
             got = self._best_in(graph, s)
             if got is None:
@@ -789,7 +833,8 @@ class GreedyPolicy:
 
     def _anything_left(self, graph: Graph) -> bool:
         """Whether any known state still has an untried action that was on screen the last time it was there."""
-        return any(self._best_in(graph, s) is not None for s in graph.states if graph.has_unexplored(s))
+        return any(self._best_in(graph, s) is not None for s in graph.states
+                   if s not in self._given_up and graph.has_unexplored(s))
 
 
 @dataclass

@@ -59,6 +59,9 @@ class Screen:
     scroll_y: float = 0.0
     scroll_height: float = 0.0
     extract_errors: list[str] = field(default_factory=list)  # elements the page script could not read (skipped)
+    # Web: the page was read in a background tab. The action opened another tab or window, which took the foreground;
+    # a background tab draws no frames, and chromedriver's next pointer action waits for one (seconds, or for ever).
+    background: bool = False
 
     @property
     def elements(self) -> list[Element]:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from appium import webdriver
 from appium.options.common import AppiumOptions
+from appium.webdriver.client_config import AppiumClientConfig
 from selenium.webdriver.chrome.options import Options as ChromeOptions
 
 from explorers.android_platform import AndroidAdapter
@@ -29,6 +30,8 @@ if TYPE_CHECKING:
     from explorers.device import Driver
 
 ENDPOINT_KINDS = ("chromedriver", "appium-chromium", "appium-android", "grid")
+# A browser session's WebDriver commands time out after twice the page-load timeout plus this (``open_device``).
+COMMAND_TIMEOUT_MARGIN_S = 30.0
 
 
 @dataclass
@@ -69,10 +72,15 @@ def open_device(endpoint: EndpointSpec, profile: Profile, settle: SettleConfig |
         options = chrome_options(profile_dir, look=look)
     for key, value in endpoint.capabilities.items():
         options.set_capability(key, value)
+    # A command the browser never answers (a page stuck in the background, a renderer that hangs) would otherwise
+    # hold the job for ever: past this many seconds the session counts as dead and the crawl opens a new one. Well
+    # above the page-load and script timeouts, which bound every command a healthy browser is slow to answer.
+    client = AppiumClientConfig(endpoint.url, timeout=2 * timeout_s + COMMAND_TIMEOUT_MARGIN_S)
     try:
         # appium's stub names only AppiumOptions, but Remote just reads options.to_capabilities(), which selenium's
         # ChromeOptions has too: one client class drives chromedriver and Appium alike
-        driver = webdriver.Remote(command_executor=endpoint.url, options=options)  # type: ignore[arg-type]
+        driver = webdriver.Remote(command_executor=endpoint.url, options=options,  # type: ignore[arg-type]
+                                  client_config=client)
     except BaseException:
         shutil.rmtree(profile_dir, ignore_errors=True)
         raise

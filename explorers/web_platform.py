@@ -10,11 +10,17 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import time
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from selenium.common.exceptions import JavascriptException, TimeoutException, WebDriverException
+from selenium.common.exceptions import (
+    JavascriptException,
+    NoSuchWindowException,
+    TimeoutException,
+    WebDriverException,
+)
 
 from explorers.device import png_size
 from explorers.devtools import cdp
@@ -116,7 +122,29 @@ class WebAdapter:
             scroll_y=float(result.get("scrollY") or 0),
             scroll_height=float(result.get("scrollH") or 0),
             extract_errors=[str(e) for e in result.get("errors") or []],
+            background=bool(result.get("hidden")),
         )
+
+    def close_strays(self, driver: Driver) -> list[str]:
+        """Close every tab and window but the crawl's own (the driver's current one, which never follows a new tab)
+        and bring it back to the foreground; returns the addresses the closed ones showed. Why: a link with
+        ``target=_blank`` or a ``window.open`` leaves the crawl's tab in the background, where it draws no frames,
+        and every later pointer action then waits on chromedriver for one."""
+        handles = list(driver.window_handles)
+        try:
+            home = driver.current_window_handle
+        except NoSuchWindowException:  # the page closed its own window: the crawl goes on in another one
+            home = handles[0]
+        urls = []
+        for h in handles:
+            if h == home:
+                continue
+            driver.switch_to.window(h)
+            with contextlib.suppress(WebDriverException):
+                urls.append(str(driver.current_url))
+            driver.close()
+        driver.switch_to.window(home)
+        return urls
 
     def probe(self, driver: Driver) -> tuple[Any, ...]:
         return tuple(driver.execute_script(PROBE_JS))

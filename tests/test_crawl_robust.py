@@ -22,8 +22,9 @@ import yaml
 
 from explorers.config import parse_config
 from explorers.crawler import Crawler
+from explorers.device import SessionLost
 from explorers.profiles import VIEWPORTS, Profile
-from explorers.sessions import EndpointSpec, open_device
+from explorers.sessions import COMMAND_TIMEOUT_MARGIN_S, EndpointSpec, open_device
 from explorers.store import read_log
 from explorers.web_parse import parse_web_elements
 from tests.pages import PageHandler, serve
@@ -65,6 +66,12 @@ PAGES = {
     "/chain/3": '<h1>Three</h1><a href="/chain/end">The end</a>'
                 '<button onclick="this.textContent=\'Pressed\'">Press</button>',
     "/chain/end": '<h1>End</h1><a href="/chain">Back to the start</a>',
+    # Two ways a page opens another tab: a link with target=_blank to a page of the app, and a script's window.open
+    # of another site's page.
+    "/tabs": """<h1>Tabs</h1><p><a href="/tabs/help" target="_blank">Help in a new tab</a></p>
+        <p><button onclick="window.open('https://partner.example.org/offer')">Partner offer</button></p>
+        <label for="note">Note</label><textarea id="note"></textarea>""",
+    "/tabs/help": '<h1>Help</h1><a href="/tabs">Back to the tabs</a>',
     # A bill list with a create form (empty) and a seeded bill's edit form (filled in with its stored text).
     "/bills": '<h1>Bills</h1><a href="/bills/add">Add a bill</a> <a href="/bills/3/edit">Edit “Weekly groceries”</a>',
     "/bills/add": """<h1>Add a bill</h1><form method="post" action="/bills/add"><label for="what">What?</label>
@@ -203,6 +210,64 @@ def test_a_page_the_extractor_cannot_read_is_a_skipped_action_not_a_dead_job(
     again.run()
     later = [e for e in again.audit.entries() if e["decision"] == "act"]
     assert sum(e["action"] == "click 'Broken page'" for e in later) == 1
+
+
+def test_a_tab_the_page_opens_is_closed_and_an_app_page_it_showed_is_followed_in_the_crawl_tab(
+        tmp_path: Path, chromedriver_url: str, pages_url: str) -> None:
+    """A new tab takes the foreground and leaves the crawl's tab drawing no frames: chromedriver's next pointer action
+    there waits for a frame (5 s a step here; Trac's crawl stalled for good). The tab is closed, and the app page it
+    showed is what the action led to."""
+    device = open_device(EndpointSpec("d0", chromedriver_url), Profile(VIEWPORTS["desktop"]))
+    try:
+        device.open(pages_url + "/tabs")
+        device.settle()
+        _settled, before = device.settle_and_capture()
+        link = next(w for w in before.widgets if w.label == "Help in a new tab")
+        device.tap(*link.element.bbox.center)
+        _settled, after = device.settle_and_capture()
+        assert after.background and after.location == pages_url + "/tabs"
+        assert device.close_strays() == [pages_url + "/tabs/help"]
+        _settled, back = device.settle_and_capture()
+        assert not back.background and device.driver.window_handles == [device.driver.current_window_handle]
+    finally:
+        device.quit()
+    cfg = parse_config(_config(tmp_path, chromedriver_url, [{"id": "tabs", "entry": pages_url + "/tabs",
+                                                              "allowed_hosts": ["127.0.0.1"]}], 10))
+    crawler = Crawler(cfg, cfg.apps[0], Profile(VIEWPORTS["desktop"]), EndpointSpec("d0", chromedriver_url))
+    stats = crawler.run()
+    assert stats.errors == 0, stats
+    audit = crawler.audit.entries()
+    windows = {e["url"]: e["reason"] for e in audit if e["decision"] == "new-window"}
+    assert "shown in the crawl's tab" in windows[pages_url + "/tabs/help"], windows
+    partner = next(r for u, r in windows.items() if u.startswith("https://partner.example.org/"))
+    assert "shown in the crawl's tab" not in partner  # another site's page is closed, not followed
+    states = crawler.graph.states
+    led = [{states[t].location for t in tos if t in states} for (src, _key), tos in crawler.graph.edges.items()
+           if src in states and states[src].location == pages_url + "/tabs"]
+    assert {pages_url + "/tabs/help"} in led, led  # the link led to the help page
+    assert any(e["decision"] == "act" and e["action"].startswith("type") for e in audit)  # and the crawl went on
+
+
+def test_a_command_the_browser_never_answers_ends_the_session_not_the_job(
+        chromedriver_url: str, pages_url: str) -> None:
+    """The safety net under the new-tab handling: a tab left in the background (closing it is skipped here) makes
+    the next typing wait on chromedriver with no end; past the session's command timeout (twice the page-load
+    timeout plus a margin) that is a lost session, which the crawler replaces, instead of a job stuck for good."""
+    device = open_device(EndpointSpec("d0", chromedriver_url), Profile(VIEWPORTS["desktop"]), timeout_s=1.0)
+    try:
+        assert device.driver.command_executor.client_config.timeout == 2 * 1.0 + COMMAND_TIMEOUT_MARGIN_S
+        device.open(pages_url + "/tabs")
+        device.settle()
+        _settled, screen = device.settle_and_capture()
+        link = next(w for w in screen.widgets if w.label == "Help in a new tab")
+        note = next(w for w in screen.widgets if w.element.resource_id == "note")
+        device.tap(*link.element.bbox.center)
+        with pytest.raises(SessionLost):
+            for _ in range(5):  # a pointer action in a background tab waits for a frame that is never drawn
+                device.type_text("a note", *note.element.bbox.center)
+        assert device.wedged  # so quitting asks the stuck server in the background instead of queueing behind it
+    finally:
+        device.quit()
 
 
 def test_failed_jobs_report_url_state_and_traceback_in_plain_text(

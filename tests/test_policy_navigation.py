@@ -13,7 +13,7 @@ from explorers.abstraction import Features, StateTable
 from explorers.candidates import Candidate
 from explorers.graph import Graph
 from explorers.graph_log import replay_log
-from explorers.policy import CONTEXT_WINDOW, GreedyPolicy
+from explorers.policy import APPROACH_LIMIT, CONTEXT_WINDOW, HOP_MISS_LIMIT, Decision, GreedyPolicy
 from explorers.steps import LoggedObservation, StepRecord
 from schemas import Action, ActionType, Transition
 from tests.test_policy_context import World, _label, _w
@@ -90,6 +90,64 @@ def test_a_url_that_shows_another_screen_is_planned_on_where_it_landed_and_dropp
     p._opening = ("http://h/deep", sids[-1])  # a second surprise in a row: the URL is not opened again
     p.choose(w.graph, sids[1], cands[1])
     assert "http://h/deep" not in p._open_sources(w.graph, sids[1]).values()
+
+
+def _drive(p: GreedyPolicy, w: World, sids: list[str], cands: list[list[Candidate]], shown: dict[str, list[Candidate]],
+           budget: int) -> list[Decision]:
+    """Run ``p`` over the chain for up to ``budget`` decisions, as the crawler would: an action goes where the graph
+    says, an opened URL shows its state, a restart lands at home; ``shown`` overrides what a state offers on screen."""
+    by_url = dict(zip(["http://h/", "http://h/a", "http://h/b", "http://h/c", "http://h/deep"], sids, strict=True))
+    offers = {sid: shown.get(sid, c) for sid, c in zip(sids, cands, strict=True)}
+    here, out = sids[0], []
+    for _ in range(budget):
+        d = p.choose(w.graph, here, offers[here])
+        out.append(d)
+        if d.kind == "stop":
+            break
+        if d.kind == "restart":
+            here = sids[0]
+        elif d.kind == "open":
+            here = by_url[d.url]
+        else:
+            assert d.candidate is not None
+            tos = w.graph.edges.get((here, d.candidate.key))
+            if tos:
+                here = tos.most_common(1)[0][0]
+            else:  # the untried button at the end of the chain: it re-renders the same screen
+                w.graph.record(here, d.candidate.key, here, False)
+    return out
+
+
+def test_a_walk_whose_next_hop_is_not_on_screen_misses_and_the_crawl_does_not_go_round_in_circles() -> None:
+    w = World()
+    sids, cands = _chain(w)
+    p = GreedyPolicy()  # walks only (no URL opening), so every approach to "deep" passes through b
+    p.choose(w.graph, sids[-1], [])  # knows deep's untried button ...
+    p._restarting = True
+    # ... but b now shows up without its link onwards (the state was drawn without it), every time.
+    no_link = [c for c in cands[2] if c.widget is None or not c.widget.href]
+    got = _drive(p, w, sids, cands, {sids[2]: no_link}, budget=60)
+    restarts = [d for d in got if d.kind == "restart"]
+    # Before: a hop missing from the screen went to the hops failed since the last restart, which the restart cleared,
+    # so the walk home → a → b → restart went on until the budget ran out (60 decisions, 20 restarts).
+    assert got[-1].kind == "stop", [d.reason for d in got]
+    assert len(restarts) <= HOP_MISS_LIMIT + 1 and len(got) < 15, [d.reason for d in got]
+    hop = (sids[2], next(c.key for c in cands[2] if c.widget is not None and c.widget.href))
+    assert p._hop_misses[hop] >= HOP_MISS_LIMIT
+
+
+def test_a_state_that_navigation_never_reaches_is_given_up() -> None:
+    w = World()
+    sids, cands = _chain(w)
+    p = GreedyPolicy()
+    p.choose(w.graph, sids[-1], [])
+    p._restarting = True
+    p._approach[sids[-1]] = APPROACH_LIMIT  # steps already spent getting there, in vain
+    d = p.choose(w.graph, sids[0], cands[0])
+    assert d.kind == "stop" and sids[-1] in p._given_up, d
+    q = GreedyPolicy()
+    q.restore(json.loads(json.dumps(p.snapshot())))  # a resumed crawl does not try it again either
+    assert q._given_up == {sids[-1]} and q._approach[sids[-1]] == APPROACH_LIMIT
 
 
 def _panel_and_home(w: World) -> tuple[str, list[Candidate], str, list[Candidate]]:
