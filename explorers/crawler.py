@@ -606,7 +606,7 @@ class Crawler:
             self._typed_texts.add(c.action.text or "")  # before the next screen is read: that value is ours
         _settled, screen = device.settle_and_capture()
         if screen.background:
-            screen = self._into_crawl_tab(device, cur, screen)
+            screen = self._into_crawl_tab(device, cur)
         if self.js_coverage is not None:
             # What this action made the app run (guides the policy). Every step ends with a take (this one, a
             # restart's baseline take, an opened URL's), so nothing the app ran between two actions waits for the
@@ -643,7 +643,7 @@ class Crawler:
         self._acting = None
         return nxt
 
-    def _into_crawl_tab(self, device: Device, cur: Observed, screen: Screen) -> Screen:
+    def _into_crawl_tab(self, device: Device, cur: Observed) -> Screen:
         """The action opened another tab or window (``Screen.background``): close it, and where it showed a page of
         the app the crawl may open, show that page in the crawl's own tab, which is what the action led to. One tab
         keeps the graph a graph of one screen at a time, and a tab left in the background stalls every later

@@ -40,7 +40,8 @@ required field is worth the submit it unblocks (only when the safety guard lets 
 submit pressed before is worth pressing again when its form holds something else (where it leads depends on the
 form, not the button); re-choosing the radio option a form came with undoes the choice just
 made. Walks follow where an action led the last time (apps change their own data: a settle page after a
-settlement), a hop that missed twice in a row is no longer walked, and an action a state stopped offering is
+settlement), a hop that missed twice in a row (led elsewhere, or was not on screen) is no longer walked, a state that
+APPROACH_LIMIT navigation steps did not get the crawl to act in is given up, and an action a state stopped offering is
 given up after two visits. A label whose elements changed nothing three times (settings toggles that re-render
 the same screen, an edit button whose confirm dialog is cancelled) is not worth another try.
 
@@ -102,7 +103,7 @@ HOP_MISS_LIMIT = 2  # consecutive times a known hop led elsewhere (or was not on
 # up: a route that keeps failing in a way no single check sees (its hop missing from the screen, a landing that sends
 # the walk elsewhere) must not take the rest of the budget. A walk of MAX_WALK steps fits twice.
 APPROACH_LIMIT = 2 * MAX_WALK
-REPLANS = 4  # times one decision re-plans after the planned first hop turned out not to be on screen
+REPLANS = 4  # times one decision plans again (its first hop not on screen, its target given up) before restarting
 FUTILE_RESTARTS = 2  # restarts in a row with no known route anywhere before the crawl stops
 DEAD_LABEL_TRIES = 3  # elements with one label that changed nothing this often are not worth another try
 ABSENT_LIMIT = 2  # visits to a state without an action it once offered before that action is given up
@@ -733,12 +734,13 @@ class GreedyPolicy:
                 return Decision("act", f"walk {plan.distance} step(s) to a state with a more promising untried "
                                 "action", c)
             self._failed_hops.add((src, key))
-        if plan is None and self._anything_left(graph):
+        left = plan is not None or self._anything_left(graph)
+        if plan is None and left:
             self._futile += 1
             if self._futile > FUTILE_RESTARTS:
                 return Decision("stop", f"no known route reaches a state with untried actions ({self._futile - 1} "
                                 "restarts in a row found none)")
-        if plan is not None or self._anything_left(graph):
+        if left:
             self._walking = 0
             self._failed_hops.clear()
             self._restarting = True
