@@ -73,7 +73,7 @@ def _widget_actions(w: Widget, screen: Screen, filler: FormFiller, add: Add) -> 
     if not (e.visible and e.enabled):
         return
     if e.editable:
-        value = filler.value_for(w)
+        value = filler.value_for(w, screen)
         add(ActionType.TYPE, w, _pointed(ActionType.TYPE, w, screen, text=value), value)
     elif w.options:
         value = filler.value_for(w)

@@ -6,24 +6,26 @@ value the field rejects (a placeholder string in an e-mail field, ``42`` where `
 values end up in the dataset: synthesis writes them into task texts ("create a note titled …"), so they must
 look like what a user would type, never like test fixtures.
 
-Order of preference: the crawl config's ``form_values`` (by field name, id, label, autocomplete or type); a
-value picked from realistic pools by what the field is (its type, name, label, autocomplete); then made to
-meet the field's own constraints (``pattern``, ``min``/``max``/``step``, ``minlength``/``maxlength``). Pools
-are indexed by a hash of the field's identity, so the same field always gets the same value (candidate keys
-stay stable across visits) while different fields get different, varied values.
+Order of preference: the crawl config's ``form_values`` (by field name, id, label, autocomplete or type); for a
+search or filter box, a word the app itself shows (``search_term``); a value picked from realistic pools by what
+the field is (its type, name, label, autocomplete); then made to meet the field's own constraints (``pattern``,
+``min``/``max``/``step``, ``minlength``/``maxlength``). Pools are indexed by a hash of the field's identity, so
+the same field always gets the same value (candidate keys stay stable across visits) while different fields get
+different, varied values; a search box keeps the first term it was given for the whole crawl.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from decimal import Decimal, InvalidOperation
 from typing import cast
 
-from explorers.screen import Widget
+from explorers.screen import Screen, Widget
 
 TITLES = ("Weekly team sync", "Groceries for Saturday", "Trip to Lisbon in May", "Quarterly budget review",
           "Birthday party checklist", "Books to read this summer", "Garden plans", "Conference travel notes",
@@ -138,6 +140,54 @@ def _hinted(w: Widget) -> str:
 
 def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+
+# --- search terms ----------------------------------------------------------------------------------------------
+# Words that name the interface, not the app's content (searching for them finds the menu, or nothing), and function
+# words: never a search term.
+NOT_TERMS = frozenset({
+    "about", "above", "account", "after", "again", "also", "back", "before", "being", "below", "between", "blog",
+    "bottom", "button", "cancel", "change", "changes", "clear", "click", "close", "contact", "content", "cookie",
+    "cookies", "copy", "could", "create", "dark", "delete", "does", "donate", "download", "each", "edit", "email",
+    "english", "every", "false", "filter", "from", "github", "have", "help", "here", "hide", "home", "into", "just",
+    "language", "left", "light", "like", "link", "links", "loading", "login", "logout", "main", "many", "menu",
+    "mode", "more", "most", "much", "next", "none", "null", "only", "open", "other", "over", "page", "pages",
+    "password", "previous", "print", "privacy", "profile", "register", "remove", "reset", "right", "save", "search",
+    "settings", "share", "should", "show", "sign", "skip", "some", "such", "than", "that", "their", "them", "then",
+    "there", "these", "they", "this", "those", "toggle", "true", "under", "undefined", "upload", "user", "username",
+    "very", "view", "were", "what", "when", "where", "which", "while", "will", "with", "would", "your"
+})
+_TERM = re.compile(r"[^\W\d_]{4,24}|[\u4e00-\u9fff]{2,6}")
+
+
+def search_term(screen: Screen, box: Widget) -> str:
+    """A word the app shows on ``screen`` in most of its labels (links, buttons, headings), for typing into the
+    search or filter box ``box``; "" when the screen shows none.
+
+    Why a word from the page: a made-up query ("budget" in a documentation site) only reaches the "no results"
+    screen, while the app's own vocabulary reaches the result list, the code that ranks and draws it, and the screens
+    its hits open — and a task "search for 'configuration'" is one an agent can check on screen. Words of the box's
+    own label or placeholder and of the interface itself (``NOT_TERMS``) are left out; among equally frequent words the
+    first one on the page wins, so the same screen always gives the same term."""
+    own = {t.lower() for t in _TERM.findall(" ".join((box.label, box.placeholder)))}
+    counts: Counter[str] = Counter()
+    shown: dict[str, str] = {}
+    order: dict[str, int] = {}
+    for w in screen.widgets:
+        e = w.element
+        if w is box or e.editable or not e.visible or not w.label:
+            continue
+        for tok in set(_TERM.findall(w.label)):
+            low = tok.lower()
+            if low in NOT_TERMS or low in own:
+                continue
+            counts[low] += 1
+            shown.setdefault(low, tok)
+            order.setdefault(low, len(order))
+    if not counts:
+        return ""
+    best = min(counts, key=lambda t: (-counts[t], order[t]))
+    return shown[best] if shown[best].isupper() or not shown[best][1:].islower() else best
 
 
 # --- constraints ---------------------------------------------------------------------------------------------
@@ -291,13 +341,23 @@ class FormFiller:
     """``overrides`` maps a field's name, resource id, label, autocomplete token or input type to its value."""
 
     overrides: Mapping[str, str] = field(default_factory=dict)
+    # search box identity -> the term chosen the first time it was seen: the box keeps one value (one candidate key)
+    # in every state that shows it, whatever else those screens list
+    _terms: dict[str, str] = field(default_factory=dict, repr=False)
 
-    def value_for(self, w: Widget) -> str:
+    def value_for(self, w: Widget, screen: Screen | None = None) -> str:
+        """The value to type or choose; ``screen``, the screen the field is on, gives search boxes their term."""
         e = w.element
         for key in (w.input_name, e.resource_id, e.text, w.autocomplete, w.input_type):
             if key and key in self.overrides:
                 return self.overrides[key]
-        seed = int(hashlib.sha256(f"{w.input_name}|{e.resource_id}|{e.text}".encode()).hexdigest()[:8], 16)
+        ident = f"{w.input_name}|{e.resource_id}|{e.text}"
+        seed = int(hashlib.sha256(ident.encode()).hexdigest()[:8], 16)
         if w.options:
             return choose_option(w, seed)
-        return constrain(w, _value(field_kind(w), seed))
+        kind = field_kind(w)
+        if kind == "search" and screen is not None:
+            if ident not in self._terms:
+                self._terms[ident] = constrain(w, search_term(screen, w) or _value(kind, seed))
+            return self._terms[ident]
+        return constrain(w, _value(kind, seed))

@@ -17,7 +17,8 @@ polling fallback reads.
 from __future__ import annotations
 
 # Installed once per document (by whichever script runs first): a MutationObserver that counts mutations and
-# remembers when the last one happened, and wrappers around fetch/XMLHttpRequest that track requests in flight.
+# remembers when the last one happened, wrappers around fetch/XMLHttpRequest that track requests in flight, and
+# one around setTimeout that tracks the short timers an action starts.
 _INSTALL = r"""
 // Safe DOM access. A form exposes its controls as properties that override the built-in ones
 // ([LegacyOverrideBuiltIns]): with <input name="action"> ``form.action`` is that input, with
@@ -129,6 +130,32 @@ function __tfInstall() {
     }
   } catch (e) {}
   window.__tfSettled = 0;
+  // Timers an action starts: a debounced search box (docsify waits 100 ms after the last keystroke, TiddlyWiki
+  // refreshes its search results 400 ms after typing) changes the screen a while after the input, with no DOM
+  // mutation, request or animation in between; captured at the first quiet moment, the results would belong to
+  // the next action's screen. A timer set within TIMER_AFTER_MS of the last trusted input (in its handler, or in
+  // a callback that handler scheduled) with a delay of at most TIMER_MAX_MS is awaited until it has run. Timers
+  // set later (a clock's next tick, a poll) are not: their chains would never let the page be quiet.
+  window.__tfTimers = {};
+  window.__tfST = window.setTimeout;
+  try {
+    const st = window.setTimeout, ct = window.clearTimeout;
+    window.setTimeout = function (fn, delay) {
+      const d = Number(delay) || 0, now = performance.now();
+      if (typeof fn !== 'function' || d > 1000 || !(window.__tfAct > 0 && now - window.__tfAct < 60)) {
+        return st.apply(window, arguments);
+      }
+      const args = Array.prototype.slice.call(arguments, 2);
+      const id = st.call(window, function () {
+        delete window.__tfTimers[id];
+        window.__tfLast = performance.now();
+        return fn.apply(this, args);
+      }, d);
+      window.__tfTimers[id] = now + d;
+      return id;
+    };
+    window.clearTimeout = function (id) { delete window.__tfTimers[id]; return ct.apply(window, arguments); };
+  } catch (e) {}
   function begin() { const id = ++window.__tfReqId; window.__tfPend[id] = performance.now(); return id; }
   function end(id) { delete window.__tfPend[id]; window.__tfLast = performance.now(); }
   try {
@@ -302,7 +329,8 @@ return {url: location.href, title: str(P(doc, 'title')), w: w, h: h, dpr: window
 # loaded, no DOM mutation, scroll or finished request for ``quietMs`` (counted from the action too, so a reaction
 # scheduled just after it is still awaited: from the last trusted input event since the previous wait, else from
 # the script's start; ``since`` says how long before the start that was), no fetch/XHR younger than ``staleMs`` in
-# flight (older ones are long polls that never end), no finite CSS animation/transition running (infinite ones are
+# flight (older ones are long polls that never end), no short timer the action set still to run (a debounced
+# search: ``__tfInstall``), no finite CSS animation/transition running (infinite ones are
 # spinners and never end either), one animation frame rendered after the action (or 100 ms passed where frames are
 # throttled), and the document is not being left (``beforeunload`` seen: the next page is on its way).
 # ``timeoutMs`` bounds it all: a page that never quiets is captured as it is.
@@ -322,6 +350,8 @@ function __tfSettle(quietMs, timeoutMs, staleMs, done, early) {
   function pending(now) {
     let n = 0;
     for (const id in window.__tfPend) if (now - window.__tfPend[id] < staleMs) n++;
+    // an action's timer not run yet; one overdue by 250 ms (a throttled background tab) is not awaited
+    for (const id in window.__tfTimers) if (now - window.__tfTimers[id] < 250) n++;
     return n;
   }
   function animating() {
@@ -370,7 +400,7 @@ function __tfSettle(quietMs, timeoutMs, staleMs, done, early) {
             since: t0 - since, looks: looks});
       return;
     }
-    setTimeout(check, 8);
+    window.__tfST.call(window, check, 8);  // the page's own setTimeout: not an action's timer
   }
   check();
 }

@@ -73,6 +73,18 @@ PAGES = {
           t.addEventListener(k, e => { log.push(k + ':' + e.button); if (k === 'contextmenu') e.preventDefault(); });
         }
         window.__log = log;</script>""",
+    # A search box that renders its results 300 ms after the last keystroke (a debounce: docsify waits 100 ms,
+    # TiddlyWiki 400 ms), with nothing happening in the page meanwhile.
+    "/debounce": """<input id=go type=search><ul id=hits></ul><script>let t = null;
+        document.getElementById('go').addEventListener('input', e => { clearTimeout(t); t = setTimeout(() => {
+          const li = document.createElement('li'); li.textContent = 'hits for ' + e.target.value;
+          document.getElementById('hits').replaceChildren(li); }, 300); });</script>""",
+    # A tap starts a clock whose every tick schedules the next one, and a reminder due in 10 s: the first tick is
+    # the action's reaction and is awaited; the chain after it and the far-off reminder are not.
+    "/ticker": """<button id=go onclick="let n = 0; setTimeout(function tick() {
+        document.getElementById('n').textContent = 'ticks ' + (++n); setTimeout(tick, 150); }, 150);
+        setTimeout(() => {}, 10000);">Start</button>
+        <p id=n>ticks 0</p>""",
     # An endless spinner: an infinite animation is not "still settling".
     "/spinner": """<style>@keyframes s{to{transform:rotate(360deg)}}
         #sp{width:30px;height:30px;border:3px solid #000;animation:s 1s linear infinite}</style>
@@ -297,3 +309,27 @@ def test_hover_moves_the_mouse_without_pressing(device: OpenedDevice, pages_url:
     device.perform(Action(type="hover", x=x, y=y, image_width=w, image_height=h))
     log = device.driver.execute_script("return window.__log")
     assert "mouseover:0" in log and not any(e.startswith(("click", "contextmenu")) for e in log)
+
+
+def test_a_debounced_search_is_captured_with_its_results(device: OpenedDevice, pages_url: str) -> None:
+    device.open(pages_url + "/debounce")
+    device.settle()
+    pos = locate(device, "#go")
+    assert pos is not None
+    device.type_text("herons", *pos)
+    settled, screen = device.settle_and_capture()
+    assert settled.stable
+    # without awaiting the timer the capture shows the empty list, and the results land on the next action's screen
+    assert "hits for herons" in _texts(screen)
+
+
+def test_a_clock_started_by_the_action_does_not_hold_the_wait(device: OpenedDevice, pages_url: str) -> None:
+    device.open(pages_url + "/ticker")
+    device.settle()
+    pos = locate(device, "#go")
+    assert pos is not None
+    device.tap(*pos)
+    settled, screen = device.settle_and_capture()
+    # stable: neither the tick chain nor the 10 s reminder held the wait to its 3 s timeout
+    assert settled.stable
+    assert "ticks 0" not in _texts(screen)

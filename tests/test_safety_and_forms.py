@@ -12,10 +12,10 @@ import pytest
 
 from explorers.config import ConfigError, parse_config
 from explorers.crawler import guard_for
-from explorers.forms import FormFiller, fits
+from explorers.forms import SEARCHES, FormFiller, fits, search_term
 from explorers.safety import DENY_CATEGORIES, SafetyGuard, host_allowed, prefilled
-from explorers.screen import Widget
-from schemas import BBox, Element
+from explorers.screen import Screen, Widget
+from schemas import BBox, Element, Platform
 
 
 def _w(text: str = "", role: str = "button", rid: str = "", editable: bool = False, **kw: object) -> Widget:
@@ -181,3 +181,41 @@ def test_select_gets_a_real_option_other_than_the_current_one() -> None:
     only = _w("Kind", role="combobox", options=["", "a"], option_labels=["Select…", "Alpha"], value="a")
     assert FormFiller().value_for(only) == "a"
     assert FormFiller().value_for(_w("Kind", role="combobox", options=[""], option_labels=["--"])) == ""
+
+
+# --- search terms ------------------------------------------------------------------------------------------------
+def _screen(*widgets: Widget) -> Screen:
+    return Screen(platform=Platform.WEB, location="http://app.test/docs", width=800, height=600, pixel_ratio=1.0,
+                  widgets=list(widgets), screenshot=b"")
+
+
+def _link(text: str) -> Widget:
+    return _w(text, role="link", href=f"http://app.test/{text.lower().replace(' ', '-')}")
+
+
+def test_a_search_box_types_the_word_the_page_shows_most_and_keeps_it() -> None:
+    box = _field("q", "", input_type="search", placeholder="Search the docs")
+    page = _screen(box, _link("Quick start"), _link("Configuration guide"), _link("Plugins"),
+                   _link("Configuration options"), _link("Search tips"), _link("Home"))
+    filler = FormFiller()
+    # "Configuration" is on two links; "search" names the box itself, "home" the interface
+    assert filler.value_for(box, page) == "configuration"
+    assert search_term(page, box) == "configuration"
+    # the same box on a screen listing other things keeps its value: one candidate key per box, in every state
+    other = _screen(box, _link("Themes"), _link("Themes gallery"))
+    assert filler.value_for(box, other) == "configuration"
+    assert FormFiller().value_for(box, other) == "Themes".lower()
+    # a name the app writes in capitals keeps them
+    assert search_term(_screen(box, _link("TiddlyWiki tips"), _link("About TiddlyWiki")), box) == "TiddlyWiki"
+
+
+def test_a_search_box_on_a_page_without_words_and_other_fields_keep_their_pools() -> None:
+    box = _field("search", "Search", input_type="search")
+    assert search_term(_screen(box, _link("Home"), _link("Next")), box) == ""
+    assert FormFiller().value_for(box, _screen(box, _link("Home"))) in SEARCHES
+    title = _field("title", "Title")
+    page = _screen(title, _link("Configuration guide"), _link("Configuration options"))
+    assert FormFiller().value_for(title, page) == FormFiller().value_for(title)  # not a search box: pool value
+    # a filter box whose pattern refuses the word gets a value the pattern accepts
+    coded = _field("filter", "Filter", pattern="[0-9]+")
+    assert re.fullmatch("[0-9]+", FormFiller().value_for(coded, page))
