@@ -23,11 +23,12 @@
    package; with ``--js-coverage``, for TiddlyWiki, docsify and Node-RED, characters of the app's own scripts
    that ran in Chromium, ``explorers.js_coverage``). **Coverage is counted beyond a baseline**, as test-generation
    papers do (code reached by the crawl's interactions, not by merely opening the app): the baseline is what
-   loading the entry screen runs. For the JS apps it is the union of every restart's landing (entry URL loaded,
-   login and setup run, screen drawn, settled and read) over *all three* crawls of the app, scripts matched by
-   path (``explorers.js_coverage.shared_baseline``): what a landing runs depends on when it is read, and with a
-   baseline per crawl "beyond the baseline" ranked the baselines (docsify: equal raw coverage, 37 K characters
-   apart in the baselines); for the Python apps, per crawl on
+   loading the entry screen runs. For the JS apps it is the union of each crawl's first landing (entry URL loaded,
+   login and setup run, screen drawn, settled and read, nothing done yet) over *all three* crawls of the app,
+   scripts matched by path (``explorers.js_coverage.shared_baseline``); a restart's landing that runs more (a draft
+   the crawl opened, restored on load) ran the crawl's own doing. What a landing runs depends on when it is read,
+   and with a baseline per crawl "beyond the baseline" ranked the baselines (docsify: equal raw coverage, 37 K
+   characters apart in the baselines); for the Python apps, per crawl on
    the crawl's own instance, as what start-up's readiness probe and one landing on the entry screen (a browser
    session opening it, settling and logging in like a restart) ran before the crawl starts
    (``tests.thirdparty.mark_baseline``). A line or character counts when the crawl ran it and the baseline did

@@ -18,9 +18,14 @@ one page share its URL and are merged, which can only undercount. Only the app's
 from its hosts, and scripts named by ``//# sourceURL`` (TiddlyWiki evaluates its modules that way); the
 crawler's own injected scripts have no URL and never count.
 
-Baseline: the take made when a restart's landing screen has settled (the entry URL loaded, login and setup
-run, the screen read) is also kept apart, as the crawl's *baseline*: the union, over the crawl's restarts, of
-what merely loading the entry screen runs. ``summary`` reports the raw totals and what ran *beyond* the baseline
+Baseline: the take made when the crawl's first landing screen has settled (the entry URL loaded, login and
+setup run, the screen read, nothing done yet) is also kept apart, as the crawl's *baseline*: what merely opening
+the app runs. Later landings (restarts) do not extend it: what a restart's landing runs beyond the first one is
+what the crawl's own actions left behind (TiddlyWiki: a draft the crawl opened is restored into the story river and
+its editor drawn on every later load, 50 K characters), so it is the crawl's coverage like any action's; as a
+baseline it was subtracted from the crawl that caused it, and the crawl that restarted after changing the most
+looked as if it had reached the least (the landings of one app's crawls agree to 0.3% when nothing persisted).
+``summary`` reports the raw totals and what ran *beyond* the baseline
 (covered characters and called functions that no landing ran): the code the crawl's interactions reached, which
 is what the testing community compares explorers by (page-load code runs whatever a policy does; TiddlyWiki
 runs 1.09 M characters on load). Subtracting a start-up/landing baseline is the usual practice.
@@ -111,14 +116,17 @@ class JsCoverage:
     def take(self, driver: Any, baseline: bool = False) -> int:
         """Merge what ran since the last take; call before anything that may replace the document.
         ``baseline``: this take ends a landing (the entry screen loaded and settled), so it also counts as
-        baseline. Returns the characters that ran for the first time in this crawl (see ``add``)."""
+        baseline while the crawl has none yet (its first landing; see the module docstring). Returns the
+        characters that ran for the first time in this crawl (see ``add``)."""
         return self.add(cdp(driver, "Profiler.takePreciseCoverage").get("result", []), baseline)
 
     # --- merging ---------------------------------------------------------------------------------------------
     def add(self, result: Iterable[dict[str, Any]], baseline: bool = False) -> int:
-        """Merge one ``takePreciseCoverage`` result (a list of ScriptCoverage objects); ``baseline``: into the
-        baseline as well. Returns how many characters of the app's scripts ran that no earlier take had seen run:
-        what the code between two takes (one action, when the crawler takes after each) reached that was new."""
+        """Merge one ``takePreciseCoverage`` result (a list of ScriptCoverage objects); ``baseline``: a landing's
+        take, merged into the baseline as well unless the crawl has one already (a restart's landing is coverage).
+        Returns how many characters of the app's scripts ran that no earlier take had seen run: what the code
+        between two takes (one action, when the crawler takes after each) reached that was new."""
+        baseline = baseline and not self.has_baseline
         fresh = 0
         for script in result:
             url, functions = script.get("url", ""), script.get("functions", [])
@@ -143,6 +151,11 @@ class JsCoverage:
                     if baseline:
                         cov.baseline_called.add(first["startOffset"])
         return fresh
+
+    @property
+    def has_baseline(self) -> bool:
+        """Whether a landing's take has been kept as the baseline (a resumed crawl has its first run's)."""
+        return any(s.baseline or s.baseline_called for s in self.scripts.values())
 
     def merge(self, other: JsCoverage) -> None:
         for s in other.scripts.values():
@@ -244,10 +257,10 @@ def _script_path(url: str) -> str:
 
 def shared_baseline(crawls: dict[str, JsCoverage]) -> dict[str, dict[str, int]]:
     """Summaries of several crawls of one app (each on its own instance), all measured beyond one baseline: the
-    union of what every crawl's landings ran, scripts matched by path.
+    union of what every crawl's first landing ran, scripts matched by path.
 
-    Why: what a landing runs depends on when it is read (docsify renders its page after fetching it; a restart
-    after the crawl changed something shows more), so per-crawl baselines differ by tens of thousands of characters
+    Why: what a landing runs depends on when it is read (docsify renders its page after fetching it), so per-crawl
+    baselines differ by tens of thousands of characters
     between policies that covered the same code, and "beyond the baseline" then ranks the baselines. The
     comparison of policies uses one baseline for all, as it uses one state abstraction for all.
     """

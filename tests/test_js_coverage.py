@@ -105,9 +105,32 @@ def test_what_the_landing_ran_is_the_baseline_and_only_code_beyond_it_counts_as_
     s = cov.summary()
     assert (s["covered_bytes"], s["baseline_bytes"], s["beyond_bytes"]) == (100, 70, 30)
     assert (s["covered_functions"], s["baseline_functions"], s["beyond_functions"]) == (3, 2, 1)
-    # a later landing (a restart) that runs the handler on load moves it into the baseline: union of landings
+    # a later landing (a restart) runs the handler on load because of what the crawl left behind (a draft it opened
+    # is restored): that is the crawl's coverage, not the app's start-up, so the baseline stays the first landing's
     cov.add([{"url": url, "functions": [_fn(0, 100, 1), _fn(10, 40, 1), _fn(50, 80, 0)]}], baseline=True)
-    assert cov.summary()["beyond_bytes"] == 0 and cov.summary()["beyond_functions"] == 0
+    s = cov.summary()
+    assert (s["baseline_bytes"], s["beyond_bytes"], s["beyond_functions"]) == (70, 30, 1)
+
+
+def test_a_resumed_crawl_keeps_its_first_landing_as_the_baseline(tmp_path: Path) -> None:
+    """A crawl resumed after a kill loads its coverage file; its next landing is a restart, not the app's start-up.
+    A file written before baselines existed has none, so the resumed crawl's first landing becomes it."""
+    url = "http://127.0.0.1:9/app.js"
+    cov = JsCoverage(HOSTS)
+    cov.add([{"url": url, "functions": [_fn(0, 100, 1), _fn(10, 40, 0), _fn(50, 80, 0)]}], baseline=True)
+    cov.save(tmp_path / "w1.json")
+    resumed = JsCoverage.load(tmp_path / "w1.json")
+    assert resumed.has_baseline
+    resumed.add([{"url": url, "functions": [_fn(0, 100, 1), _fn(10, 40, 1), _fn(50, 80, 0)]}], baseline=True)
+    assert (resumed.summary()["baseline_bytes"], resumed.summary()["beyond_bytes"]) == (40, 30)
+    data = json.loads((tmp_path / "w1.json").read_text())
+    for script in data["scripts"]:
+        del script["baseline"], script["baseline_called"]
+    (tmp_path / "old.json").write_text(json.dumps(data))
+    old = JsCoverage.load(tmp_path / "old.json")
+    assert not old.has_baseline
+    old.add([{"url": url, "functions": [_fn(0, 100, 1), _fn(10, 40, 1), _fn(50, 80, 0)]}], baseline=True)
+    assert old.has_baseline and old.summary()["beyond_bytes"] == 0
 
 
 def test_crawls_compared_side_by_side_are_measured_beyond_one_baseline() -> None:
