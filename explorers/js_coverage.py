@@ -24,7 +24,9 @@ the app runs. Later landings (restarts) do not extend it: what a restart's landi
 what the crawl's own actions left behind (TiddlyWiki: a draft the crawl opened is restored into the story river and
 its editor drawn on every later load, 50 K characters), so it is the crawl's coverage like any action's; as a
 baseline it was subtracted from the crawl that caused it, and the crawl that restarted after changing the most
-looked as if it had reached the least (the landings of one app's crawls agree to 0.3% when nothing persisted).
+looked as if it had reached the least (the first landings of three TiddlyWiki crawls agree to the character).
+On apps whose restart is a hash change, not a reload (docsify), a later landing runs the router code every crawl
+runs with its first link click: coverage for every crawl alike.
 ``summary`` reports the raw totals and what ran *beyond* the baseline
 (covered characters and called functions that no landing ran): the code the crawl's interactions reached, which
 is what the testing community compares explorers by (page-load code runs whatever a policy does; TiddlyWiki
@@ -173,7 +175,7 @@ class JsCoverage:
 
     def summary(self) -> dict[str, int]:
         """Covered characters and called functions of the app's scripts (and how many there were): the raw
-        totals, the baseline (what the landings ran) and what ran beyond it."""
+        totals, the baseline (what the first landing ran) and what ran beyond it."""
         s = self.scripts.values()
         return {"scripts": len(self.scripts), "bytes": sum(x.size for x in s),
                 "covered_bytes": sum(x.covered_bytes for x in s), "functions": sum(len(x.functions) for x in s),
