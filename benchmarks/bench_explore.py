@@ -26,7 +26,7 @@
    loading the entry screen runs. For the JS apps it is the union of each crawl's first landing (entry URL loaded,
    login and setup run, screen drawn, settled and read, nothing done yet) over *all three* crawls of the app,
    scripts matched by path (``explorers.js_coverage.shared_baseline``); a restart's landing that runs more (a draft
-   the crawl opened, restored on load) ran the crawl's own doing. What a landing runs depends on when it is read,
+   the crawl opened, restored on load) is the crawl's own doing. What a landing runs depends on when it is read,
    and with a baseline per crawl "beyond the baseline" ranked the baselines (docsify: equal raw coverage, 37 K
    characters apart in the baselines); for the Python apps, per crawl on
    the crawl's own instance, as what start-up's readiness probe and one landing on the entry screen (a browser

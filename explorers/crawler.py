@@ -369,7 +369,7 @@ class Crawler:
             self.audit.write(worker=self.worker, decision="script", reason="setup",
                              action=run_step(device, step.filled(values), self.app.entry))
         landing = self._observe(self._drawn(device), index=len(parts))
-        self._js_coverage("take", device, baseline=True)  # what loading the entry screen ran: the baseline
+        self._js_coverage("take", device, baseline=True)  # a landing: the baseline, if it is the crawl's first
         self._commit([*parts, landing], restart=True, reason=reason)
         return landing
 
@@ -559,8 +559,9 @@ class Crawler:
 
     def _js_coverage(self, what: str, device: Device, save: bool = False, baseline: bool = False) -> int:
         """Start or take the app's JS coverage (``js_coverage: true``; ``baseline``: the take that ends a
-        restart's landing). A failure never ends the crawl: it is audited once per kind, and a start that fails
-        (a browser without DevTools) ends the measuring. Returns the characters that ran for the first time."""
+        restart's landing; ``JsCoverage`` keeps the first one as the baseline). A failure never ends the crawl: it
+        is audited once per kind, and a start that fails (a browser without DevTools) ends the measuring. Returns
+        the characters that ran for the first time."""
         cov = self.js_coverage
         if cov is None:
             return 0

@@ -27,10 +27,10 @@ baseline it was subtracted from the crawl that caused it, and the crawl that res
 looked as if it had reached the least (the first landings of three TiddlyWiki crawls agree to the character).
 On apps whose restart is a hash change, not a reload (docsify), a later landing runs the router code every crawl
 runs with its first link click: coverage for every crawl alike.
-``summary`` reports the raw totals and what ran *beyond* the baseline
-(covered characters and called functions that no landing ran): the code the crawl's interactions reached, which
-is what the testing community compares explorers by (page-load code runs whatever a policy does; TiddlyWiki
-runs 1.09 M characters on load). Subtracting a start-up/landing baseline is the usual practice.
+``summary`` reports the raw totals and what ran *beyond* the baseline (covered characters and called functions
+the first landing did not run): the code the crawl's interactions reached, which is what the testing community
+compares explorers by (page-load code runs whatever a policy does; TiddlyWiki runs 1.09 M characters on load).
+Subtracting a start-up/landing baseline is the usual practice.
 
 Opt-in per app (``js_coverage: true`` in the crawl config): each take costs a DevTools round trip per step.
 The crawl writes ``js-coverage/<worker>.json`` in its app folder; ``summary_of`` reads them all.
