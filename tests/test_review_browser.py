@@ -19,6 +19,7 @@ import review_server
 import test_review_support as rs
 from PIL import Image
 from selenium import webdriver
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
@@ -60,8 +61,14 @@ def browser(chromedriver_url: str, profile: Path, window: tuple[int, int] = (140
     return driver
 
 
+def waiting(driver) -> WebDriverWait:
+    """A wait whose polls may look at the page being left: a submit navigates while a poll holds the old page's
+    element, whose ``.text`` then raises StaleElementReferenceException; that poll counts as "not yet"."""
+    return WebDriverWait(driver, WAIT_S, ignored_exceptions=(StaleElementReferenceException,))
+
+
 def log_in(driver, url: str, name: str) -> None:
-    wait = WebDriverWait(driver, WAIT_S)
+    wait = waiting(driver)
     driver.delete_all_cookies()
     driver.get(url + "/queue")  # not logged in: sent to the login page
     wait.until(ec.visibility_of_element_located(by_testid("login-form")))
@@ -84,7 +91,7 @@ def wait_for_sample(driver, not_id: str | None = None) -> str:
         "return e && document.readyState === 'complete' && i && i.complete && i.naturalWidth > 0"
         " ? e.dataset.sampleId : null;"
     )
-    WebDriverWait(driver, WAIT_S).until(lambda d: d.execute_script(current) not in (None, not_id))
+    waiting(driver).until(lambda d: d.execute_script(current) not in (None, not_id))
     return driver.execute_script(current)
 
 
@@ -132,7 +139,7 @@ def test_keyboard_review_session_with_undo(review_server_url, chromedriver_url, 
     ds = open_dataset(version)
     expected = order(ds, "lowest_score", "alice")
     driver = browser(chromedriver_url, browser_profile_dir)
-    wait = WebDriverWait(driver, WAIT_S)
+    wait = waiting(driver)
     try:
         log_in(driver, url, "alice")
         driver.find_element(*by_testid("queue-lowest_score")).click()
@@ -197,7 +204,7 @@ def test_accept_after_typing_and_dragging_the_point_and_drawing_the_box(review_s
     url, version, db_url = review_server_url
     ds = open_dataset(version)
     driver = browser(chromedriver_url, browser_profile_dir)
-    wait = WebDriverWait(driver, WAIT_S)
+    wait = waiting(driver)
     try:
         log_in(driver, url, "alice")
         # Filters: only demo-notes clicks.
@@ -269,7 +276,7 @@ def test_blind_overlap_then_adjudication(review_server_url, chromedriver_url, br
         assert r.status_code == 303
     page = f"{url}/samples/{sid.replace(':', '%3A')}"
     driver = browser(chromedriver_url, browser_profile_dir)
-    wait = WebDriverWait(driver, WAIT_S)
+    wait = waiting(driver)
     try:
         log_in(driver, url, "bob")
         driver.get(page)
