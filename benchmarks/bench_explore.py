@@ -27,8 +27,8 @@
    login and setup run, screen drawn, settled and read, nothing done yet) over *all three* crawls of the app,
    scripts matched by path (``explorers.js_coverage.shared_baseline``); a restart's landing that runs more (a draft
    the crawl opened, restored on load) is the crawl's own doing. What a landing runs depends on when it is read,
-   and with a baseline per crawl "beyond the baseline" ranked the baselines (docsify: equal raw coverage, 37 K
-   characters apart in the baselines); for the Python apps, per crawl on
+   and with a baseline per crawl "beyond the baseline" ranked the baselines (docsify, when every restart's landing
+   counted: equal raw coverage, 37 K characters apart in the baselines); for the Python apps, per crawl on
    the crawl's own instance, as what start-up's readiness probe and one landing on the entry screen (a browser
    session opening it, settling and logging in like a restart) ran before the crawl starts
    (``tests.thirdparty.mark_baseline``). A line or character counts when the crawl ran it and the baseline did
