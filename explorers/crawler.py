@@ -292,7 +292,7 @@ class Crawler:
         allowed: list[Candidate] = []
         widget_errors: list[tuple[Widget, Exception]] = []
         edits = self._edits(screen)
-        for c in candidates(screen, self.filler, errors=widget_errors):
+        for c in candidates(screen, self.filler, with_back=self._back_stays(screen), errors=widget_errors):
             try:
                 why = self.guard.blocked(c.widget, c.action.text if c.type in INPUT_TYPES else None, edits)
             except Exception as exc:  # one odd element is one action lost, never the screen or the job
@@ -341,10 +341,20 @@ class Crawler:
     # --- lifecycle -----------------------------------------------------------------------------
     def _in_app(self, screen: Screen) -> bool:
         if self.app.platform == "web":
-            parts = urlsplit(screen.location)
-            return parts.scheme in ("http", "https") and host_allowed(parts.hostname or "", app_hosts(self.app))
+            return self._app_url(screen.location)
         packages = self.app.packages or [self.app.entry.split("/")[0]]
         return screen.package in packages
+
+    def _app_url(self, url: str) -> bool:
+        """Whether a web address is one of the app's pages (http(s) on one of its hosts)."""
+        parts = urlsplit(url)
+        return parts.scheme in ("http", "https") and host_allowed(parts.hostname or "", app_hosts(self.app))
+
+    def _back_stays(self, screen: Screen) -> bool:
+        """Whether "back" is worth offering here: not when the platform knows it would leave the app (a fresh tab's
+        first page, or a page opened from outside); where it cannot tell, back is offered, and an exit is
+        recovered from (``_recover``) and learned by the greedy policy (``back-exit``)."""
+        return screen.back_target is None or self._app_url(screen.back_target)
 
     def _restart(self, device: Device, reason: str, state: str | None = None) -> Observed:
         """Open the entry, log in if the login marker shows, run setup; returns the observed landing screen."""
@@ -585,9 +595,7 @@ class Crawler:
         return fresh
 
     def _in_app_obs(self, obs: Observation) -> bool:
-        if self.app.platform == "web":
-            return self._in_app(Screen(obs.platform, obs.location, 1, 1, 1.0, [], b""))
-        return True
+        return self._app_url(obs.location) if self.app.platform == "web" else True
 
     def _act(self, device: Device, cur: Observed, c: Candidate, reason: str) -> Observed:
         self.audit.write(worker=self.worker, step=self.stats.steps, state=cur.sid, decision="act",

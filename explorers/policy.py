@@ -19,7 +19,9 @@ anywhere is left to try.
 A class the priors call unpromising is probed: until the crawl has tried it twice its chance is at least
 PROBE_FLOOR, then its own record decides (TiddlyWiki's ``#Title`` links look like anchors to the page itself and
 open a tiddler each). An action that left the app (a link out, a "back" past a fresh session's first screen) is
-booked as tried and found nothing, and back from a kind of screen where it always left the app is not tried again.
+booked as tried and found nothing, and back from a kind of screen where it always left the app is not tried again
+(on the web the crawler offers no such back in the first place where DevTools shows the tab's history; this is for
+Android's root screens and sessions without DevTools).
 
 An element's own record counts for typing, scrolling and elements tried elsewhere: the search box typed into in
 state after state without showing anything new is worth less each time, while a fresh field keeps its class's chance.

@@ -62,6 +62,9 @@ class Screen:
     # Web: the page was read in a background tab. The action opened another tab or window, which took the foreground;
     # a background tab draws no frames, and chromedriver's next pointer action waits for one (seconds, or for ever).
     background: bool = False
+    # Web: the address "back" would return to ("" when the tab has no earlier entry); None where the session cannot
+    # tell (no DevTools, Android). Back past a fresh tab's first page shows the browser's own new-tab page.
+    back_target: str | None = None
 
     @property
     def elements(self) -> list[Element]:

@@ -123,7 +123,22 @@ class WebAdapter:
             scroll_height=float(result.get("scrollH") or 0),
             extract_errors=[str(e) for e in result.get("errors") or []],
             background=bool(result.get("hidden")),
+            back_target=self.back_target(driver),
         )
+
+    def back_target(self, driver: Driver) -> str | None:
+        """The address the tab's "back" returns to, "" when it has no earlier entry; None when the session cannot
+        tell (no DevTools). Why ask: a script-drawn app (TiddlyWiki, Node-RED) adds no history entries, so back from
+        its first screen leaves for the browser's new-tab page — a screen of no app, recorded as a state, and a
+        step spent (plus another back and a restart) to come back from it. One DevTools call (~2 ms)."""
+        if self._devtools_shots is False:
+            return None
+        try:
+            history = cdp(driver, "Page.getNavigationHistory")
+            index = int(history["currentIndex"])
+            return str(history["entries"][index - 1].get("url") or "") if index > 0 else ""
+        except (WebDriverException, KeyError, TypeError, ValueError, IndexError, AttributeError):
+            return None
 
     def close_strays(self, driver: Driver) -> list[str]:
         """Close every tab and window but the crawl's own (the driver's current one, which never follows a new tab)

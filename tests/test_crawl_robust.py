@@ -79,6 +79,13 @@ PAGES = {
     "/bills/3/edit": """<h1>Edit a bill</h1><form method="post" action="/bills/3/edit"><label for="what">What?</label>
         <input id="what" name="what" value="Weekly groceries"><label for="note">Note</label>
         <textarea id="note" name="note">Split between Alice and Bob</textarea><button>Save the bill</button></form>""",
+    # A screen drawn by script, as TiddlyWiki's and Node-RED's are: its buttons change the page and add no history
+    # entry, so "back" from it leaves the app; one link is a real navigation, from which back stays in the app.
+    "/drawn": """<h1>Drawn</h1><p id="view">Home view</p>
+        <button onclick="document.getElementById('view').textContent='First view'">First</button>
+        <button onclick="document.getElementById('view').textContent='Second view'">Second</button>
+        <a href="/drawn/about">About</a>""",
+    "/drawn/about": '<h1>About</h1><button onclick="this.textContent=\'Pressed\'">Press</button>',
 }
 
 
@@ -445,3 +452,32 @@ def test_a_resumed_greedy_crawl_keeps_what_its_policy_learned(
     first_move = next(e for e in audit[resumed + 1:] if e["decision"] in ("act", "open", "restart"))
     # It knows the chain is explored up to the untried button: no first link followed again, no re-learning.
     assert first_move["decision"] == "open" and first_move["url"] == pages_url + "/chain/3", first_move
+
+
+def test_back_is_offered_only_where_it_stays_in_the_app(tmp_path: Path, chromedriver_url: str,
+                                                       pages_url: str) -> None:
+    """Back from a fresh tab's first page showed Chromium's new-tab page: a screen of no app in the graph (TiddlyWiki
+    and Node-RED crawls had one), and three steps lost to leave it (back, back again, restart). The web adapter
+    reads the tab's history (DevTools), so back is offered only where it returns to a page of the app. The random
+    policy, which picks back like any other action, is the one that found the new-tab page most (5 times in a
+    200-action TiddlyWiki crawl)."""
+    device = open_device(EndpointSpec("d0", chromedriver_url), Profile(VIEWPORTS["desktop"]))
+    try:
+        device.open(pages_url + "/drawn")
+        _settled, landing = device.settle_and_capture()
+        assert landing.back_target is not None and not landing.back_target.startswith(pages_url), landing.back_target
+        device.tap(*next(w for w in landing.widgets if w.label == "About").element.bbox.center)
+        _settled, about = device.settle_and_capture()
+        assert about.location == pages_url + "/drawn/about" and about.back_target == pages_url + "/drawn"
+    finally:
+        device.quit()
+    cfg = parse_config({**_config(tmp_path, chromedriver_url, [{"id": "drawn", "entry": pages_url + "/drawn"}], 14),
+                        "policy": "random", "seed": 3})
+    crawler = Crawler(cfg, cfg.apps[0], Profile(VIEWPORTS["desktop"]), EndpointSpec("d0", chromedriver_url))
+    stats = crawler.run()
+    assert stats.errors == 0 and stats.steps >= 10, stats
+    states = crawler.graph.states
+    assert {s.location for s in states.values()} == {pages_url + "/drawn", pages_url + "/drawn/about"}, states
+    backs = {s.location: any(a.type == "navigate_back" for a in s.actions.values()) for s in states.values()}
+    assert backs[pages_url + "/drawn/about"] and not backs[pages_url + "/drawn"], backs
+    assert not [e for e in crawler.audit.entries() if "left the app" in str(e.get("reason"))]
