@@ -80,6 +80,29 @@ def test_crawl_made_data_is_never_needed_by_a_fresh_start_task():
     assert Pollution({"Weekend plans"}).contains_typed("Note “Weekend plans” saved")
 
 
+def test_a_search_term_the_app_showed_before_it_was_typed_is_the_apps_text_not_crawl_made_data():
+    """The crawler types into a search box a word the page shows ("Deploy" on Node-RED, "Contributing" on docsify).
+    Counted as crawl-made text, it made every screen showing that button or link polluted: 111 of a Node-RED
+    crawl's 131 states, and no task at all. A value shown before its first typing is the app's own."""
+    search = Element(id="search", role="textbox", text="Search notes", resource_id="note-search",
+                     bbox=BBox(x1=160, y1=60, x2=280, y2=90), clickable=True, editable=True)
+    obs, transitions = notes_records(extra={"notes": [search]})
+    notes = next(o for o in obs if o.location.endswith("/notes"))
+    searched = Transition(id="e30", run_id="run-1", app_id="notes", from_state="notes", to_state="notes",
+                          from_observation_id=notes.id, to_observation_id=notes.id,
+                          action=click("notes", "new").model_copy(update={
+                              "type": ActionType.TYPE, "text": "groceries", "target_element_id": "search",
+                              "target_bbox": search.bbox}),
+                          effective=False, timestamp=T0 + timedelta(hours=1))
+    g = build_graph("notes", obs, [*transitions, searched])
+    nav = Navigator(g)
+    assert "groceries" not in nav.pollution.typed and "Weekend plans" in nav.pollution.typed
+    assert nav.clean_capture("notes") is not None  # the entry still has a clean capture: tasks start there
+    assert ("item", "Groceries") in _plans(g)
+    # The note title it typed (shown only after the save, on the note it made) stays crawl-made.
+    assert not nav.pollution.clean(next(o for o in obs if o.location.endswith("/notes/3")))
+
+
 def test_a_goal_reached_only_through_a_commit_is_not_a_screen_goal():
     # The only way to "About" is a submit on a form: a screen goal must not silently depend on it. (The same
     # label on a screen without a form only opens something and is navigation: see is_commit.)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 from collections import deque
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from pipelines.synthesis.graph_input import AppGraph
 from pipelines.synthesis.screens import CHOICE_ROLES, ElementKey, element_key, find_element, location_path, occurrence
@@ -107,10 +108,29 @@ class Pollution:
 
     @classmethod
     def of(cls, graph: AppGraph) -> Pollution:
-        # Only typed text: choosing a <select> option (named by its label, "Alice") adds nothing to the app.
-        typed = {" ".join((t.action.text or "").split()) for t in graph.transitions
-                 if ActionType(t.action.type) is ActionType.TYPE and t.action.text}
-        return cls({t for t in typed if len(t) >= MIN_TYPED_CHARS})
+        """The values the crawler typed, less those the app showed before the crawler first typed them.
+
+        Only typed text: choosing a <select> option (named by its label, "Alice") adds nothing to the app. And a
+        value the app already showed is the app's own text, which a fresh app shows too: the crawler types into a
+        search box a word the page shows ("Deploy" on Node-RED, "Contributing" on docsify), and counting it would
+        make every screen with that toolbar button or sidebar link polluted (111 of a Node-RED crawl's 131
+        states: no task at all). "Before": on the screen the value was first typed on, or on an earlier capture.
+        """
+        first: dict[str, tuple[datetime, str]] = {}  # value -> (when first typed, the screen it was typed on)
+        for t in graph.transitions:
+            value = " ".join((t.action.text or "").split())
+            if ActionType(t.action.type) is not ActionType.TYPE or len(value) < MIN_TYPED_CHARS:
+                continue
+            on = graph.observations.get(t.from_observation_id)
+            when = on.timestamp if on is not None else t.timestamp
+            if value not in first or when < first[value][0]:
+                first[value] = (when, t.from_observation_id)
+        own: set[str] = set()
+        for obs in graph.observations.values():
+            for value, (when, typed_on) in first.items():
+                if value not in own and (obs.timestamp < when or obs.id == typed_on) and not cls({value}).clean(obs):
+                    own.add(value)
+        return cls(set(first) - own)
 
     def contains_typed(self, text: str, allowed: frozenset[str] = frozenset()) -> bool:
         """Whether ``text`` shows something the crawler typed: the whole value, or — for values distinctive
