@@ -100,6 +100,15 @@ def history_dependent(edge: Transition) -> bool:
     return ActionType(edge.action.type) in HISTORY_DEPENDENT
 
 
+def _norm(text: str) -> str:
+    return " ".join(text.split()).lower()
+
+
+def _shows(norm: str, value: str) -> bool:
+    """Whether a normalized text shows a lower-cased typed value (see ``Pollution.contains_typed``)."""
+    return norm == value or (len(value.split()) >= 2 and value in norm)
+
+
 @dataclass
 class Pollution:
     """Text the crawler typed into the app, which a fresh app does not contain."""
@@ -127,21 +136,20 @@ class Pollution:
                 first[value] = (when, t.from_observation_id)
         own: set[str] = set()
         for obs in graph.observations.values():
-            for value, (when, typed_on) in first.items():
-                if value not in own and (obs.timestamp < when or obs.id == typed_on) and not cls({value}).clean(obs):
-                    own.add(value)
+            pending = [v for v, (when, typed_on) in first.items()
+                       if v not in own and (obs.timestamp < when or obs.id == typed_on)]
+            if not pending:
+                continue
+            shown = [_norm(e.label) for e in obs.elements if e.visible and not e.editable]
+            own.update(v for v in pending if any(_shows(text, v.lower()) for text in shown))
         return cls(set(first) - own)
 
     def contains_typed(self, text: str, allowed: frozenset[str] = frozenset()) -> bool:
         """Whether ``text`` shows something the crawler typed: the whole value, or — for values distinctive
         enough to be nobody else's text (two words or more) — the value inside a longer text. A one-word
         search term ("notes") is only pollution where it stands alone, not in "All notes"."""
-        norm = " ".join(text.split()).lower()
-        for t in self.typed - allowed:
-            v = t.lower()
-            if norm == v or (len(v.split()) >= 2 and v in norm):
-                return True
-        return False
+        norm = _norm(text)
+        return any(_shows(norm, t.lower()) for t in self.typed - allowed)
 
     def clean(self, obs: Observation, allowed: frozenset[str] = frozenset()) -> bool:
         """No visible element shows crawler-typed text (other than ``allowed``, a task's own values)."""
