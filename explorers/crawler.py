@@ -157,6 +157,8 @@ class Crawler:
         self.table = StateTable(app.id, ExactComparator(config.phash_distance))
         self.graph = Graph(canonical=self.table.canonical)
         self.policy = policy or make_policy(config.policy, config.seed)
+        # A probing policy's steps are marked in the log so they are not spent from the crawl's own budget.
+        self._probe_steps = bool(getattr(self.policy, "records_probe_steps", False))
         self.guard = guard_for(app)
         self.filler = FormFiller(app.form_values)
         s = config.settle
@@ -336,7 +338,7 @@ class Crawler:
         self.log.commit(StepRecord(
             tuple(p.logged for p in parts), tuple(m for p in parts for m in p.merges),
             tuple(sorted({k for p in parts for k in p.mask})), transition, action_key, memory_effective, restart,
-            opened, failed, reason))
+            opened, failed, reason, probe=self._probe_steps))
 
     # --- lifecycle -----------------------------------------------------------------------------
     def _in_app(self, screen: Screen) -> bool:

@@ -23,6 +23,8 @@ class Replayed:
     errors: int = 0  # actions skipped because they raised
     opens: int = 0  # known URLs opened directly
     typed: list[str] = field(default_factory=list)  # texts the crawl typed, in order
+    probe_steps: int = 0  # transitions a shortcut probe committed (in the graph, not in the crawl's counts)
+    probe_spent: int = 0  # the probes' actions, restarts and opened URLs (not spent from ``budget.max_steps``)
 
     @property
     def budget_used(self) -> int:
@@ -65,14 +67,17 @@ def replay_log(steps: Iterable[StepRecord], table: StateTable, graph: Graph) -> 
         t = step.transition
         if t is not None:
             graph.record(t.from_state, step.action_key, t.to_state, step.memory_effective)
-            out.steps += 1
             if t.action.type == ActionType.TYPE and t.action.text and not t.error:
                 out.typed.append(t.action.text)
         if step.failed is not None:
             graph.fail(step.failed.state, step.failed.key)
-            out.errors += 1
-        if step.restart and (step.reason or "") not in UNCOUNTED_RESTARTS:
-            out.restarts += 1
-        if step.opened:
-            out.opens += 1
+        restarted = step.restart and (step.reason or "") not in UNCOUNTED_RESTARTS
+        if step.probe:
+            out.probe_steps += t is not None
+            out.probe_spent += (t is not None) + restarted + bool(step.opened)
+            continue
+        out.steps += t is not None
+        out.errors += step.failed is not None
+        out.restarts += restarted
+        out.opens += bool(step.opened)
     return out

@@ -24,7 +24,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from explorers.abstraction import ExactComparator, StateTable, normalize_text
 from explorers.candidates import Candidate
@@ -243,6 +243,7 @@ class ProbePolicy:
     known: set[str]  # states every crawl had seen before probing (for ``new_state``)
     allow_open: bool = True
     name: str = "probe"
+    records_probe_steps: ClassVar[bool] = True  # the crawler marks this policy's steps as probe steps
     spent: int = 1  # the crawler's own first start
     results: list[ProbeResult] = field(default_factory=list)
     _probing: _Pending | None = None

@@ -128,6 +128,9 @@ class StepRecord:
     opened: str | None = None  # the URL opened directly (web)
     failed: FailedAction | None = None
     reason: str | None = None  # why the crawl did this (the decision's reason, the restart's cause)
+    # Made by a shortcut probe (``explorers.probe``), not by the crawl: the graph keeps it like any step, but it
+    # is not spent from the crawl's ``budget.max_steps`` (a nightly crawl after a probe still does its whole budget).
+    probe: bool = False
     seq: int = -1  # the log's sequence number; assigned by ``StepLog.commit``
 
     def to_json(self) -> JSON:
@@ -145,6 +148,8 @@ class StepRecord:
             d["failed"] = self.failed.to_json()
         if self.reason is not None:
             d["reason"] = self.reason
+        if self.probe:
+            d["probe"] = True
         return d
 
     @classmethod
@@ -158,5 +163,5 @@ class StepRecord:
             action_key=d.get("action_key", (t or {}).get("id", "")),
             memory_effective=bool(d.get("memory_effective", True)), restart=bool(d.get("restart")),
             opened=d.get("opened"), failed=FailedAction.from_json(failed) if failed else None,
-            reason=d.get("reason"), seq=int(d.get("seq", -1)),
+            reason=d.get("reason"), probe=bool(d.get("probe")), seq=int(d.get("seq", -1)),
         )

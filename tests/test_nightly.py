@@ -4,11 +4,12 @@ One module-scoped workspace carries the story, so the expensive parts run once:
 1. run 1 (in-process) publishes v0001;
 2. run 2 is a CLI subprocess killed with SIGKILL while it crawls, then rerun with a kill right after each stage's
    work (before the ledger records it: ``TRAJFORGE_KILL_AT=nightly:<stage>``), then rerun to the end;
-3. a copy of the workspace taken when run 2's crawl was complete is run uninterrupted: the baseline.
+3. a copy of the workspace taken when run 2's crawl and shortcut probe were complete is run uninterrupted: the
+   baseline.
 "Equals" is the manifest's ``content_fingerprint`` (sha256 over the shards' sha256): the killed-and-resumed
 run 2 must publish exactly the baseline's data, as v0002, with no extra version. (The crawl itself is a live
 browser session, so a crawl killed midway is checked differently: every job ends at its step target with no
-transition lost or duplicated.)
+transition lost or duplicated; the probe's rerun after its kill adopts its journaled rounds.)
 """
 
 from __future__ import annotations
@@ -58,7 +59,9 @@ def job_config(demo_app_url: str, chromedriver_url: str, **extra: Any) -> dict[s
             "matrix": {"profiles": ["desktop"]},
             "budget": {"max_steps": STEPS, "max_seconds": 120},
         },
-        "synthesis": {"backend": "offline", "replay": True, "plans": {"max_plans": 50}},
+        # a few probes, one round: enough to prove the stage grows the graph, cheap on two cores
+        "synthesis": {"backend": "offline", "replay": True, "plans": {"max_plans": 50},
+                      "probe": {"max_probes": 3, "rounds": 1}},
         "curation": {"runner": "direct", "rows_per_shard": 100, "instruction_dedupe": "minhash"},
         "drift": {"sample": 5},
         "retention": {"keep_versions": 5},
@@ -123,9 +126,11 @@ def story(tmp_path_factory: pytest.TempPathFactory, demo_app_url: str, chromedri
     proc.stdout.close()
     out["crawl_lines_at_kill"] = step_log_lines(ws)
 
-    # resumed; killed again right after the crawl's work is done, before the ledger says so
-    r = cli(config, kill_after="crawl")
-    assert r.returncode == -signal.SIGKILL, r.stdout + r.stderr
+    # resumed; killed again right after the crawl's work is done, before the ledger says so, then likewise after
+    # the probe's (device work too: a probe on another copy of the workspace records other observations)
+    for stage in ("crawl", "probe"):
+        r = cli(config, kill_after=stage)
+        assert r.returncode == -signal.SIGKILL, f"{stage}: {r.returncode}\n{r.stdout}{r.stderr}"
     # baseline: the same state, run to the end without interruption
     shutil.copytree(root / "job", root / "baseline", symlinks=True)
     baseline = run_nightly(load_nightly(root / "baseline" / "nightly.yaml"), progress=False)
@@ -171,7 +176,12 @@ def test_second_run_does_only_new_work_and_publishes_a_new_version(story: dict[s
     transitions = pq.read_table(ws / "graph" / APP / "transitions.parquet", columns=["id"]).column("id").to_pylist()
     [job1], [job2] = c1["result"]["jobs"], c2["result"]["jobs"]
     assert job1["budget_used"] == STEPS and job2["budget_used"] == 2 * STEPS
-    assert len(transitions) == len(set(transitions)) == job2["steps"]
+    # the probes' transitions are in the graph on top of them, not spent from the crawl's budget
+    probed = [r["stages"]["probe"]["result"] for r in (run1, run2)]
+    assert all(p["apps"] and not p.get("skipped") for p in probed)
+    added = sum(p["new_transitions"][APP] for p in probed)
+    assert added == sum(a["edges"] for p in probed for a in p["apps"].values()) > 0
+    assert len(transitions) == len(set(transitions)) == job2["steps"] + added
     assert c2["result"]["apps"][APP]["new_transitions"] == job2["steps"] - job1["steps"] > 0
     # known paths came from the call cache; only trajectories never replayed before were replayed (the baseline
     # is run 2 without kills after its crawl)
@@ -194,10 +204,14 @@ def test_killed_and_resumed_run_equals_an_uninterrupted_one(story: dict[str, Any
     assert story["baseline"].version == "v0002"
     assert manifest(ws, "v0002")["content_fingerprint"] == manifest(base_ws, "v0002")["content_fingerprint"]
     run2 = ledgers(ws)[1]
-    assert run2["status"] == "finished" and len(run2["resumes"]) == 8
-    for stage in ("drift", "synthesize", "curate", "publish", "retain", "report"):
+    assert run2["status"] == "finished" and len(run2["resumes"]) == 9
+    for stage in ("probe", "drift", "synthesize", "curate", "publish", "retain", "report"):
         assert run2["stages"][stage]["attempts"] == 2, stage  # killed once after its work, then done once
     assert run2["stages"]["crawl"]["attempts"] == 3  # killed mid-crawl, killed after, then found done
+    # the probe killed after its work adopted its journal on the rerun: no second round on the device
+    journal = json.loads((ws / "probe" / f"{run2['run_id']}.json").read_text())
+    assert journal["finished"] is True and journal["rounds"] == 1
+    assert run2["stages"]["probe"]["result"] == ledgers(base_ws)[1]["stages"]["probe"]["result"]
     events = [json.loads(line) for line in (ws / "logs" / f"{run2['run_id']}.jsonl").read_text().splitlines()]
     assert any(e["event"] == "lock.stale_taken_over" for e in events)
 
@@ -211,9 +225,13 @@ def test_report_exists_and_reconciles_with_the_manifests(story: dict[str, Any]) 
     assert report["executability"]["drift"]["version"] == "v0001"
     assert report["executability"]["drift"]["checked"] > 0
     html = (report_dir / "report.html").read_text()
-    assert html.count('<img alt="') >= 4 and "data:image/png;base64," in html
-    for png in ("funnel", "coverage", "durations", "rejects"):
+    # the rejects plot is drawn when something was rejected (after probing, a small crawl may have no rejects)
+    drawn = ["funnel", "coverage", "durations"] + (["rejects"] if report["rejects_total"] else [])
+    assert html.count('<img alt="') >= len(drawn) and "data:image/png;base64," in html
+    for png in drawn:
         assert (report_dir / f"{png}.png").stat().st_size > 1000
+    assert (report_dir / "rejects.png").exists() == bool(report["rejects_total"])
+    assert "Shortcut probing before synthesis added" in html
 
 
 def test_concurrent_start_is_refused_and_stale_lock_is_taken_over(story: dict[str, Any], tmp_path: Path) -> None:

@@ -139,6 +139,8 @@ def test_the_report_reads_the_typed_results(tmp_path: Path) -> None:
     report = build_report(led, [led], tmp_path / "out", "warnings")
     assert report["funnel"]["screens"] == 12 and report["funnel"]["new_screens"] == 3
     assert report["funnel"]["tasks"] == 11 and report["new_app_versions"] == {"demo-notes": "2.0"}
+    # a ledger from before the probe stage: its figures are absent, not zero
+    assert report["probe"] is None and report["funnel"]["probe_new_transitions"] is None
     assert report["executability"]["drift"] == {"version": "v0001", "checked": 2, "executable": 1,
                                                 "executability": 0.5, "reasons": {"screen_mismatch": 1},
                                                 "skipped": None}

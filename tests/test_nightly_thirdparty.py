@@ -75,7 +75,8 @@ def job_config(wiki_url: str, chromedriver_url: str) -> dict[str, Any]:
             "matrix": {"profiles": ["desktop"]},
             "budget": {"max_steps": STEPS, "max_seconds": 120},
         },
-        "synthesis": {"backend": "offline", "replay": True, "plans": {"max_plans": 12, "max_steps": 4}},
+        "synthesis": {"backend": "offline", "replay": True, "plans": {"max_plans": 12, "max_steps": 4},
+                      "probe": {"max_probes": 3, "rounds": 1}},
         "curation": {"runner": "direct", "rows_per_shard": 100},
         "drift": {"sample": 1},
         "retention": {"keep_versions": 5},
@@ -137,7 +138,11 @@ def test_two_nights_publish_two_versions_and_the_second_does_only_new_work(night
     assert c1["result"]["apps"][APP]["new_transitions"] == job1["steps"] > 0
     assert c2["result"]["apps"][APP]["new_transitions"] == job2["steps"] - job1["steps"] > 0
     ids = pq.read_table(ws / "graph" / APP / "transitions.parquet", columns=["id"]).column("id").to_pylist()
-    assert len(ids) == len(set(ids)) == job2["steps"]
+    # each night's shortcut probes add their own transitions, outside the crawl's budget
+    probed = [r["stages"]["probe"]["result"] for r in (run1, run2)]
+    added = sum(p["new_transitions"][APP] for p in probed)
+    assert added == sum(a["edges"] for p in probed for a in p["apps"].values())
+    assert len(ids) == len(set(ids)) == job2["steps"] + added
     assert c2["result"]["apps"][APP]["version"] == thirdparty.TIDDLYWIKI_VERSION
     assert c2["result"]["apps"][APP]["new_version"] is False
     # synthesis paid only for new calls: every call of night 1 asked again was a cache hit, and the cache grew

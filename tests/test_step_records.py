@@ -108,3 +108,33 @@ def test_replaying_typed_steps_rebuilds_states_offers_edges_and_failures(tmp_pat
     assert [r["seq"] for r in read_log(store.log_path("w"))] == [0, 1, 2, 3]
     summary = store.export()
     assert (summary.states, summary.transitions, summary.observations) == (2, 1, 2)
+
+
+def test_probe_steps_grow_the_graph_but_are_not_spent_from_the_crawl_budget(tmp_path: Path) -> None:
+    """A nightly crawl after a shortcut probe must still do its whole budget: the probe's actions, restarts and
+    opened URLs are kept apart from the crawl's counts, while its edges join the graph like any other."""
+    typed, _old = _steps()
+    o1, o2 = observation(seed=1), observation(seed=2)
+    back = Transition(id="t2", run_id="r", app_id="demo-notes", from_state="s2", to_state="s1",
+                      from_observation_id=o2.id, to_observation_id=o1.id, action=CLICK, effective=True,
+                      duration_ms=9.0)
+    probing = [
+        StepRecord((typed[0].observations[0],), restart=True, reason="probe: walk to s2", probe=True),
+        StepRecord((typed[0].observations[0],), transition=back, action_key="k2", reason="probe", probe=True),
+        StepRecord((typed[2].observations[0],), opened="http://127.0.0.1/notes/3", probe=True),
+    ]
+    store = GraphStore(tmp_path, "demo-notes")
+    log = store.open_log("w")
+    for s in [*typed, *probing]:
+        log.commit(s)
+    log.close()
+    lines = [json.loads(line) for line in store.log_path("w").read_text(encoding="utf-8").splitlines()]
+    assert [line.get("probe") for line in lines] == [None] * 4 + [True] * 3  # only probe steps carry the flag
+    crawl_only = replay_log(iter(typed), StateTable("demo-notes", ExactComparator()), Graph())
+    table = StateTable("demo-notes", ExactComparator())
+    graph = Graph(canonical=table.canonical)
+    done = replay_log((s for _w, s in store.steps()), table, graph)
+    assert graph.edges[("s2", "k2")]["s1"] == 1  # the probe's edge is in the graph
+    assert (done.steps, done.restarts, done.opens, done.budget_used) == (
+        crawl_only.steps, crawl_only.restarts, crawl_only.opens, crawl_only.budget_used)
+    assert (done.probe_steps, done.probe_spent) == (1, 3)

@@ -1,4 +1,4 @@
-"""``trajforge nightly``: the nightly job — crawl, drift check, synthesize, curate, publish, retain, report.
+"""``trajforge nightly``: the nightly job — crawl, probe, drift check, synthesize, curate, publish, retain, report.
 
 Exit codes (see ``pipelines.nightly.exitcodes``): 0 published; 1 unexpected error (rerun resumes); 2 invalid
 config; 3 another run holds the workspace lock (retry later); 4 a stage failed (rerun resumes there); 5

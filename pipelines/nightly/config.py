@@ -53,6 +53,16 @@ class PlansSection(ConfigModel):
     max_plans: int = Field(default=500, ge=1)
 
 
+class ProbeSection(ConfigModel):
+    """Shortcut probing before synthesis (``pipelines.synthesis.probe``): a short targeted crawl that tries the
+    shortcuts the plans lack and the list items nobody opened. Without it most of a real app's plans are
+    detours (refused) and lists yield one or two item tasks."""
+
+    enabled: bool = True
+    max_probes: int = Field(default=40, ge=1)  # requests per graph and round
+    rounds: int = Field(default=3, ge=1)  # re-plan and probe again while a round finds something
+
+
 class SynthesisConfig(ConfigModel):
     backend: Literal["offline", "openai", "transformers"] = "offline"
     model: str | None = None
@@ -63,6 +73,7 @@ class SynthesisConfig(ConfigModel):
     replay: bool = True  # replay new trajectories on the first crawl device (executability)
     languages: list[str] | None = None
     plans: PlansSection = Field(default_factory=PlansSection)
+    probe: ProbeSection = Field(default_factory=ProbeSection)
     price_in_per_mtok: float = Field(default=0.0, ge=0)
     price_out_per_mtok: float = Field(default=0.0, ge=0)
 

@@ -20,8 +20,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from schemas.base import validation_problems
 
-StageName = Literal["crawl", "drift", "synthesize", "curate", "publish", "retain", "report"]
-STAGES: tuple[StageName, ...] = ("crawl", "drift", "synthesize", "curate", "publish", "retain", "report")
+StageName = Literal["crawl", "probe", "drift", "synthesize", "curate", "publish", "retain", "report"]
+STAGES: tuple[StageName, ...] = ("crawl", "probe", "drift", "synthesize", "curate", "publish", "retain", "report")
 
 
 class LedgerError(ValueError):
@@ -98,6 +98,31 @@ class CrawlResult(StageResult):
     requeued: list[str]
     worker_restarts: dict[str, int]
     seconds: float
+
+
+# --- probe --------------------------------------------------------------------------------------------------
+class ProbeParams(StageParams):
+    stage: ClassVar[StageName] = "probe"
+    before: dict[str, GraphCounts] = Field(default_factory=dict)  # app id -> its graph after tonight's crawl
+
+
+class ProbeApp(_Persisted):
+    """One graph's probing tonight (all rounds together)."""
+
+    rounds: int
+    tried: int  # requests handed to the device
+    edges: int  # requests performed (a new edge of the graph each)
+    new_states: int  # screens no crawl had seen
+    hits: int  # shortcuts that reached the screen they were expected to
+    spent: int  # actions + restarts + opened URLs (not spent from the crawl's budget)
+
+
+class ProbeResult(StageResult):
+    stage: ClassVar[StageName] = "probe"
+    skipped: str | None = None  # why nothing was probed
+    apps: dict[str, ProbeApp] = Field(default_factory=dict)  # graph key (app, or app/profile) -> its probing
+    new_transitions: dict[str, int] = Field(default_factory=dict)  # app id -> transitions the probes added
+    new_states: dict[str, int] = Field(default_factory=dict)  # app id -> states the probes added
 
 
 # --- drift --------------------------------------------------------------------------------------------------

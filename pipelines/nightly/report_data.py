@@ -16,6 +16,7 @@ from pipelines.nightly.records import (
     CrawlResult,
     CurateResult,
     DriftResult,
+    ProbeResult,
     PublishResult,
     RetainResult,
     RunLedger,
@@ -37,6 +38,7 @@ def build_report(ledger: RunLedger, history: list[RunLedger], output: Path, stat
     """``report.json``: this run's numbers and the history, from the ledgers (a stage not done shows as null)."""
     crawl, synth, curate = ledger.result(CrawlResult), ledger.result(SynthesizeResult), ledger.result(CurateResult)
     drift, publish, retain = ledger.result(DriftResult), ledger.result(PublishResult), ledger.result(RetainResult)
+    probe = ledger.result(ProbeResult)
     manifest = None
     version = curate.version if curate is not None else None
     if version and (output / version / "manifest.json").exists():
@@ -47,6 +49,9 @@ def build_report(ledger: RunLedger, history: list[RunLedger], output: Path, stat
         "screens": sum(a.states for a in apps.values()) if apps else None,
         "new_screens": sum(a.new_states for a in apps.values()) if apps else None,
         "transitions": sum(a.transitions for a in apps.values()) if apps else None,
+        # what probing added on top of the crawl (null when the stage did not run, e.g. an older ledger)
+        "probe_new_screens": sum(probe.new_states.values()) if probe is not None else None,
+        "probe_new_transitions": sum(probe.new_transitions.values()) if probe is not None else None,
         "plans": synth.plans if synth else None, "tasks": synth.tasks if synth else None,
         "new_tasks": synth.new_tasks if synth else None,
         "trajectories_kept": totals.get("trajectories_kept"), "samples_in": totals.get("samples_in"),
@@ -99,6 +104,8 @@ def build_report(ledger: RunLedger, history: list[RunLedger], output: Path, stat
                           "drift": {k: drift_json.get(k) for k in ("version", "checked", "executable",
                                                                    "executability", "reasons", "skipped")},
                           "drift_flagged": drift_json.get("flagged", [])},
+        "probe": ({"skipped": probe.skipped, "graphs": {k: a.to_json() for k, a in probe.apps.items()}}
+                  if probe is not None else None),
         "cost": dict(synth.usage) if synth else {}, "stages": stages,
         "devices": {"jobs": [j.to_json() for j in crawl.jobs] if crawl else [], "failures": failures,
                     "requeued": list(crawl.requeued) if crawl else [],

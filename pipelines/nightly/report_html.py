@@ -28,6 +28,12 @@ fingerprint <code>{{ (r.fingerprint or "")[:16] }}</code>; started {{ r.started 
 <table><tr>{% for k in r.funnel %}<th>{{ k }}</th>{% endfor %}</tr>
 <tr>{% for v in r.funnel.values() %}<td>{{ v if v is not none else "—" }}</td>{% endfor %}</tr></table>
 {{ img("funnel") }}
+{% if r.probe %}<p>{% if r.probe.skipped %}Shortcut probing skipped: {{ r.probe.skipped }}.{% else %}
+Shortcut probing before synthesis added {{ r.funnel.probe_new_transitions }} transitions and
+{{ r.funnel.probe_new_screens }} screens (not spent from the crawl budget):
+{% for k, a in r.probe.graphs.items() %}<b>{{ k }}</b> {{ a.edges }} of {{ a.tried }} requests performed,
+{{ a.hits }} shortcuts confirmed, {{ a.spent }} actions in {{ a.rounds }} round(s);
+{% endfor %}{% endif %}</p>{% endif %}
 <h2>Reconciliation with the manifest</h2>
 <table><tr><th>check</th><th>report</th><th>manifest</th><th></th></tr>
 {% for c in r.reconciliation %}<tr><td>{{ c.check }}</td><td>{{ c.report }}</td><td>{{ c.manifest }}</td>

@@ -35,7 +35,7 @@ from pipelines.synthesis.verify.replay import StateIndex
 from schemas import BlobStore, Lineage, Reject, Step, Task, Trajectory, Verification
 from schemas.base import stable_id
 from schemas.errors import EmptyInput
-from schemas.fileio import ensure_writable_dir, write_json_atomic
+from schemas.fileio import ensure_writable_dir, read_json, write_json_atomic
 from schemas.recordio import write_parquet
 
 STAGE_STEP = "synthesis.step"
@@ -391,20 +391,38 @@ def finish_run(out: Path, loaded: GraphLoad, backend: BackendInfo, trajs: list[T
 Prober = Callable[[AppGraph, Path], dict[str, Any]]
 
 
-def probe_graphs(graph_dir: str | Path, loaded: GraphLoad, prober: Prober, rounds: int = 3) -> tuple[GraphLoad,
-                                                                                                      dict[str, Any]]:
-    """Probe every graph's shortcuts and list siblings (``probe``), reloading until nothing new is found."""
+def probe_graphs(graph_dir: str | Path, loaded: GraphLoad, prober: Prober, rounds: int = 3,
+                 journal: str | Path | None = None) -> tuple[GraphLoad, dict[str, Any]]:
+    """Probe every graph's shortcuts and list siblings (``probe``), reloading until nothing new is found.
+
+    Each round re-plans on the graph the previous round grew, so a probed shortcut can reveal the next one. With
+    ``journal`` (a JSON file) the reports are saved after every round, and a rerun after a kill resumes at the
+    next round instead of spending another ``rounds`` on the device; a finished journal is adopted as it is.
+    """
     root = Path(graph_dir)
-    reports: dict[str, Any] = {}
-    for _ in range(rounds):
+    state = read_json(journal, None) if journal is not None else None
+    state = state if isinstance(state, dict) else {}
+    reports: dict[str, Any] = dict(state.get("reports") or {})
+    done = int(state.get("rounds") or 0)
+    if state.get("finished"):
+        return (load_graphs(root) if done else loaded), reports
+    if done:
+        loaded = load_graphs(root)  # an earlier attempt's rounds grew the graphs
+    finished = False
+    for n in range(done, rounds):
         found = 0
         for key, graph in loaded.graphs.items():
             report = prober(graph, root)
             reports.setdefault(key, []).append(report)
             found += int(report.get("edges", 0)) + int(report.get("new_states", 0))
+        finished = not found or n + 1 == rounds
+        if journal is not None:
+            write_json_atomic(journal, {"reports": reports, "rounds": n + 1, "finished": finished})
         if not found:
             break
         loaded = load_graphs(root)
+    if journal is not None and not finished:
+        write_json_atomic(journal, {"reports": reports, "rounds": done, "finished": True})
     return loaded, reports
 
 

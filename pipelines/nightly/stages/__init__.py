@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from pipelines.nightly.stages import crawl, curate, drift, publish, report, retain, synthesize
+from pipelines.nightly.stages import crawl, curate, drift, probe, publish, report, retain, synthesize
 
-MODULES: dict[str, ModuleType] = {"crawl": crawl, "drift": drift, "synthesize": synthesize, "curate": curate,
-                                  "publish": publish, "retain": retain, "report": report}
+MODULES: dict[str, ModuleType] = {"crawl": crawl, "probe": probe, "drift": drift, "synthesize": synthesize,
+                                  "curate": curate, "publish": publish, "retain": retain, "report": report}

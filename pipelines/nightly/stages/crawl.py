@@ -17,7 +17,7 @@ from pipelines.nightly.records import AppCrawl, CrawlJob, CrawlParams, CrawlResu
 PARAMS = CrawlParams
 
 
-def _graph_counts(ctx: RunContext, app_id: str) -> GraphCounts:
+def graph_counts(ctx: RunContext, app_id: str) -> GraphCounts:
     d = ctx.graph_dir / app_id
 
     def rows(file: str) -> int:
@@ -32,7 +32,7 @@ def params(ctx: RunContext) -> CrawlParams:
     last = prev.params(CrawlParams) if prev is not None else None
     apps = [a["id"] for a in ctx.loaded.config.crawl.get("apps", [])]
     return CrawlParams(target_steps=(last.target_steps if last else 0) + ctx.loaded.steps_per_run(),
-                       before={a: _graph_counts(ctx, a) for a in apps})
+                       before={a: graph_counts(ctx, a) for a in apps})
 
 
 def run(ctx: RunContext, p: CrawlParams) -> CrawlResult:
