@@ -215,11 +215,41 @@ function roleOf(el, tag) {
   if (tag === 'INPUT') return INPUT_ROLES[typeOf(el)] || 'textbox';
   return IMPLICIT[tag] || '';
 }
+const TEXT_MAX = 400;  // a text block's characters (a paragraph an answer may quote); names stay at 120
 function clean(s, n) { return str(s).replace(/\s+/g, ' ').trim().slice(0, n || 120); }
 function ownText(el) {
   let t = '';
   for (const c of P(el, 'childNodes')) if (P(c, 'nodeType') === 3) t += P(c, 'nodeValue');
   return clean(t);
+}
+// Phrasing elements whose words are part of the text block around them.
+const INLINE = {A: 1, ABBR: 1, B: 1, BDI: 1, BDO: 1, CITE: 1, CODE: 1, DATA: 1, DEL: 1, DFN: 1, EM: 1, FONT: 1,
+  I: 1, INS: 1, KBD: 1, MARK: 1, Q: 1, S: 1, SAMP: 1, SMALL: 1, SPAN: 1, STRONG: 1, SUB: 1, SUP: 1, TIME: 1,
+  TT: 1, U: 1, VAR: 1};
+// A text block's words as a reader sees them: its own text with its visible inline children's (links, emphasis,
+// code) in place, but not its block children's (each is an element of its own). Own text alone turns
+// "Trac is a <a>minimalistic</a> approach" into "Trac is a approach", which answers nobody's question. A block
+// without own text (a paragraph that only wraps a link) stays out, as before: the link is the element.
+const PERMALINK = /^\s*[¶§#🔗]\s*$/u;
+function flowText(el) {
+  if (!ownText(el)) return '';
+  let t = '';
+  (function walk(n) {
+    for (const c of P(n, 'childNodes')) {
+      const type = P(c, 'nodeType');
+      if (type === 3) { t += P(c, 'nodeValue'); continue; }
+      if (type !== 1) continue;
+      const tag = tagOf(c);
+      if (tag === 'BR') { t += ' '; continue; }
+      if (!INLINE[tag]) continue;
+      const st = getComputedStyle(c);
+      if (st.display === 'none' || st.visibility === 'hidden' || parseFloat(st.opacity) === 0) continue;
+      // a heading's permalink mark ("Welcome to Trac ¶") is no part of its words
+      if (tag === 'A' && PERMALINK.test(str(P(c, 'textContent')))) continue;
+      walk(c);
+    }
+  })(el);
+  return clean(t, TEXT_MAX);
 }
 function innerText(el) { return str(P(el, 'innerText')); }
 function nameOf(el, tag) {
@@ -276,7 +306,7 @@ function add(el, interactive) {
   const tag = tagOf(el), type = tag === 'INPUT' ? typeOf(el) : '';
   const editable = (tag === 'INPUT' && !['checkbox', 'radio', 'submit', 'button', 'reset', 'image', 'hidden',
     'file', 'range', 'color'].includes(type)) || tag === 'TEXTAREA' || !!P(el, 'isContentEditable');
-  const text = interactive ? nameOf(el, tag) : ownText(el) || (tag === 'IMG' ? clean(P(el, 'alt')) : '');
+  const text = interactive ? nameOf(el, tag) : flowText(el) || (tag === 'IMG' ? clean(P(el, 'alt')) : '');
   if (!interactive && !text) return;
   const form = formOf(el, tag);
   const st = getComputedStyle(el);

@@ -86,6 +86,14 @@ PAGES = {
         <button onclick="document.getElementById('view').textContent='Second view'">Second</button>
         <a href="/drawn/about">About</a>""",
     "/drawn/about": '<h1>About</h1><button onclick="this.textContent=\'Pressed\'">Press</button>',
+    # Prose as wikis write it: links, emphasis and code inside a paragraph; a paragraph that only wraps a link;
+    # a block holding another block; a hidden inline note; a paragraph longer than a name may be.
+    "/prose": """<h1 id="title">About <a href="#title">¶</a><span style="visibility:hidden">hover me</span></h1>
+        <p id="intro">Trac is a <a href="/plain">minimalistic</a> approach to
+        <strong>web-based</strong> project management.<br>Run <code>trac-admin</code> to start
+        <span style="display:none">(hidden aside)</span>here.</p><p id="wrap"><a href="/">Only a link</a></p>
+        <div id="card">Card title<div id="inner">Nested block text</div></div>
+        <p id="long">""" + "A long sentence about the project goes on. " * 8 + """</p>""",
 }
 
 
@@ -145,6 +153,25 @@ def test_extraction_reads_the_real_form_properties_when_controls_shadow_them(
         assert field.element.text == "Name" and field.input_name == "name" and field.element.editable
         select = by_id["sel"]  # a control named "elements" shadows form.elements
         assert select.options == ["a", "c"] and select.option_labels == ["Alpha", "Gamma"]
+
+
+def test_a_text_block_reads_with_its_inline_links_and_emphasis_but_not_its_block_children(
+        chromedriver_url: str, pages_url: str) -> None:
+    device = open_device(EndpointSpec("d0", chromedriver_url), Profile(VIEWPORTS["desktop"]))
+    try:
+        device.open(pages_url + "/prose")
+        _settled, screen = device.settle_and_capture()
+    finally:
+        device.quit()
+    by_id = {w.element.resource_id: w.element for w in screen.widgets}
+    assert by_id["intro"].text == ("Trac is a minimalistic approach to web-based project management. "
+                                   "Run trac-admin to start here.")
+    assert by_id["title"].text == "About"  # no permalink mark, nothing hidden
+    assert "wrap" not in by_id  # no own words: the link inside is the element
+    assert by_id["card"].text == "Card title" and by_id["inner"].text == "Nested block text"
+    long = by_id["long"].text
+    assert 300 < len(long) <= 400 and long.startswith("A long sentence about the project goes on.")
+    assert [w.element.text for w in screen.widgets if w.element.role == "link"] == ["¶", "minimalistic", "Only a link"]
 
 
 def test_demo_app_history_page_with_shadowing_controls_is_crawled(
