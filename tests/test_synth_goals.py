@@ -266,3 +266,88 @@ def test_a_form_page_without_a_heading_is_named_by_its_fieldset_caption() -> Non
     assert heading(named) != "Add a bill"  # a real heading wins
     bare = obs.model_copy(update={"elements": [e for e in named.elements if e.role != "heading"]})
     assert heading(bare) == "Add a bill"
+
+
+def test_a_link_the_app_shows_on_every_screen_opens_a_screen_not_a_list_entry():
+    """A navigation bar is a row of links, a list by its structure; when the same links show at three or more
+    places, the tap opens the app's screen ("Groceries"), not "the entry “Groceries”", and the answer question
+    about an entry of a list is not asked of it."""
+    def bar(state: str) -> list[Element]:
+        return [Element(id=f"{state}-bar-{i}", role="link", text=label, resource_id="note-link", clickable=True,
+                        bbox=BBox(x1=20 + 120 * i, y1=200, x2=130 + 120 * i, y2=220))
+                for i, label in enumerate(("Groceries", "Trip to Kyoto"))]
+
+    listed = _plans(notes_graph())
+    assert ("item", "Groceries") in listed and ("answer", "Groceries") in listed
+    plans = _plans(notes_graph(extra={s: bar(s) for s in ("settings", "about", "form")}))
+    assert ("item", "Groceries") not in plans and ("answer", "Groceries") not in plans
+    screen = plans[("screen", "Groceries")]
+    assert screen.facts.item == "" and screen.edge_ids == ("e12",)
+
+
+def test_an_answer_quotes_whole_sentences_never_a_text_cut_where_the_capture_stopped():
+    from pipelines.synthesis.goals import MAX_ANSWER_CHARS, answer_span
+
+    assert answer_span("Milk, eggs, bread and a bag of coffee beans") == "Milk, eggs, bread and a bag of coffee beans"
+    cut = ("Trac is distributed under the modified BSD License. The complete text of the license can be found in "
+           "the COPYING file of the distribution")[:120]
+    assert len(cut) == 120 and answer_span(cut) == "Trac is distributed under the modified BSD License."
+    prose = "The wiki keeps every page's history. " * 12
+    span = answer_span(prose)
+    assert len(span) <= MAX_ANSWER_CHARS and span.endswith("history.") and prose.startswith(span)
+    assert answer_span("x" * 120) == ""  # cut, and no whole sentence in it: no answer at all
+
+
+def test_the_links_of_a_paragraph_are_its_words_not_the_entries_of_a_list():
+    from pipelines.synthesis.screens import siblings
+
+    def link(eid: str, text: str, path: str) -> Element:
+        return Element(id=eid, role="link", text=text, path=path, clickable=True, bbox=BBox(x1=0, y1=0, x2=50, y2=20))
+
+    rows = [link(f"r{i}", t, f"body[1]/div[1]/ul[1]/li[{i}]/a[1]") for i, t in enumerate(("WikiHtml", "CamelCase",
+                                                                                           "WikiMacros"), 1)]
+    prose = [link(f"p{i}", t, f"body[1]/div[1]/p[2]/a[{i}]") for i, t in enumerate(("new", "diff", "TracQuery"), 1)]
+    obs = make_observation("notes", None).model_copy(update={"elements": rows + prose})
+    assert [e.text for e in siblings(obs, rows[0])] == ["CamelCase", "WikiMacros"]
+    assert siblings(obs, prose[0]) == []
+
+
+def test_an_id_written_for_code_is_no_name_a_person_could_quote():
+    from pipelines.synthesis.screens import spoken_label
+
+    def el(**kw: str) -> Element:
+        return Element(id="x", role="link", bbox=BBox(x1=0, y1=0, x2=9, y2=9), **kw)
+
+    assert spoken_label(el(text="Timeline", resource_id="nav-timeline")) == "Timeline"
+    assert spoken_label(el(content_desc="Open menu", resource_id="btn_menu")) == "Open menu"
+    assert spoken_label(el(resource_id="logo")) == "logo"  # a plain word reads as one
+    for machine in ("red-ui-header-button-sidemenu", "btn_save", "navBar", "item42"):
+        assert spoken_label(el(resource_id=machine)) == "", machine
+    assert spoken_label(el()) == ""  # only a role: nothing to say
+
+
+def test_a_tables_sort_headers_and_bare_numbers_are_not_entries_of_it():
+    from pipelines.synthesis.screens import siblings
+
+    def link(eid: str, text: str, path: str) -> Element:
+        return Element(id=eid, role="link", text=text, path=path, clickable=True, bbox=BBox(x1=0, y1=0, x2=50, y2=20))
+
+    head = [link(f"h{i}", t, f"body[1]/table[1]/thead[1]/tr[1]/th[{i}]/a[1]") for i, t in
+            enumerate(("id ▼", "member_id", "returned"), 1)]
+    rows = [link(f"c{i}", t, f"body[1]/table[1]/tbody[1]/tr[{i}]/td[2]/a[1]") for i, t in
+            enumerate(("Ficciones", "Song of Solomon", "1958"), 1)]
+    obs = make_observation("notes", None).model_copy(update={"elements": head + rows})
+    assert siblings(obs, head[1]) == []
+    assert [e.text for e in siblings(obs, rows[0])] == ["Song of Solomon", "1958"]
+
+
+def test_an_entry_that_opens_outside_the_lists_pages_is_not_called_by_the_lists_noun(monkeypatch):
+    """On "Your notes", "Groceries" opens /notes/1: a note. Were it a link into another table (/books/1, as a
+    loans table's book column is), it would open a book, and "the note “Groceries”" would be false."""
+    import test_synth_toygraph as toy
+
+    assert _plans(notes_graph())[("item", "Groceries")].facts.noun == "note"
+    _loc, head, els = toy.SCREENS["groceries"]
+    monkeypatch.setitem(toy.SCREENS, "groceries", ("/books/1", head, els))
+    item = _plans(notes_graph())[("item", "Groceries")]
+    assert item.facts.noun == "" and item.facts.target == "Groceries"

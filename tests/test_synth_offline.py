@@ -311,3 +311,13 @@ def test_an_unheaded_goal_screen_is_called_by_the_name_the_task_gave_it_once_rea
         tap = backend.reasoning({**base, "role": "navigate", "step": step, "target": {"label": "Settle",
                                  "role": "link"}, "action": {"action_type": "Click", "value": "None"}}, "")
         assert not tap.startswith(("I'm on the Settle", "The Settle page", "This is Settle"))
+
+
+def test_a_screen_name_that_brings_its_own_article_gets_no_second_one() -> None:
+    backend = OfflineBackend(load_prompts())
+    goal = {"kind": "screen", "target": "The Trac User and Administration Guide"}
+    tasks = {json.loads(backend.task_text({"goal": goal, "variant": f"v{i}", "language": "en"}))["task"]
+             for i in range(40)}
+    assert len(tasks) > 3  # several templates were drawn, "Show me the {target} screen." among them
+    assert "Show me the Trac User and Administration Guide screen." in tasks
+    assert not any("the The" in t or "The The" in t for t in tasks)

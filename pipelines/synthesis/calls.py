@@ -22,7 +22,7 @@ from typing import Any
 
 from pipelines.synthesis.goals import GoalPlan, PlanStep, StepRole
 from pipelines.synthesis.graph_input import AppGraph
-from pipelines.synthesis.screens import MAX_TEXT_CHARS, clip, heading, location_path, visible_texts
+from pipelines.synthesis.screens import MAX_TEXT_CHARS, clip, heading, location_path, spoken_label, visible_texts
 from pipelines.synthesis.verify.hindsight import after_only
 from schemas import Action, ActionType, Observation
 from schemas.exporters.guilibra import action_value, guilibra_type
@@ -102,8 +102,9 @@ def target_payload(obs: Observation, action: Action) -> dict[str, Any] | None:
         "text": clip(el.text),
         "description": clip(el.content_desc),
         "resource_id": el.resource_id,
-        # An element with no text of its own (an icon link) has no label a person could quote: its role is not one.
-        "label": clip(el.label, MAX_TEXT_CHARS) if el.label not in (el.role, el.class_name) else "",
+        # An element with no text of its own (an icon link) has no label a person could quote: neither its role
+        # nor an id written for code ("red-ui-header-button-sidemenu") is one.
+        "label": clip(spoken_label(el), MAX_TEXT_CHARS),
         "bbox_2d": list(bbox_to_norm(el.bbox.as_tuple(), obs.width, obs.height)),
     }
 

@@ -51,6 +51,7 @@ from pipelines.synthesis.screens import (
     new_headings,
     noun_from_heading,
     siblings,
+    spoken_label,
     texts_in,
 )
 from schemas import Action, ActionType, Element, Goal, GoalKind, Observation, Transition
@@ -58,6 +59,12 @@ from schemas.base import stable_id
 
 MAX_PLAN_STEPS = 14
 MIN_ANSWER_WORDS = 4
+MAX_ANSWER_CHARS = 300
+WORDY = re.compile(r"[^\W\d_]")  # a letter of any script
+# The web capture's text limits (a name, a text block: ``explorers/web_script.py``): a text exactly this long
+# may have been cut there, mid-word.
+CAPTURE_LIMITS = (120, 400)
+_SENTENCE_END = re.compile(r"[.!?。！？](?:[\"”’)\]]*)(?=\s|$)")
 EDIT_WORDS = re.compile(r"\b(edit|rename|change|update|modify)\b|编辑|修改|更改", re.IGNORECASE)
 CREATE_WORDS = re.compile(r"\b(new|create|add|compose)\b|新建|创建|添加", re.IGNORECASE)
 SKIP_SCREENS = re.compile(r"\b(not found|error|sign in|log ?in|page not|forbidden)\b|404|500|登录|错误|未找到",
@@ -172,15 +179,43 @@ def _terminal(obs: Observation, answer: str = "") -> PlanStep:
     return PlanStep(StepRole.FINISH, obs.id, Action(type=ActionType.DONE), None, None)
 
 
-def _item_of(nav: Navigator, hops: list[tuple[Transition, Anchored]]) -> tuple[str, str]:
-    """(item label, noun) of the last hop that opened one item of a list, or ("", "")."""
+def _item_of(nav: Navigator, hops: list[tuple[Transition, Anchored]], nav_links: set[str],
+             goal: Observation | None = None) -> tuple[str, str]:
+    """(item label, noun) of the last hop that opened one item of a list, or ("", "").
+
+    With ``goal`` (the screen the hops end on), a web page outside the item's own pages belongs to no item: the
+    note's edit page (``/notes/1/edit`` after ``/notes/1``) is the note's, the wiki page a link in the item's text
+    opened (``/wiki/TracSyntaxColoring`` after ``/wiki/WikiRestructuredText``) is the app's.
+
+    A link of a navigation bar is not an item: its row of links is a list by structure, but the screen it opens
+    is the app's, not a list entry's ("Timeline", not "the entry “TIMELINE”"), and what follows it belongs to
+    no earlier item. ``nav_links`` are the link labels the app shows at several places (``Planner``)."""
     g = nav.graph
-    for _e, a in reversed(hops):
+    for edge, a in reversed(hops):
         obs = g.observation(a.observation_id)
         el = obs.element(a.action.target_element_id) if a.action.target_element_id else None
-        if el is not None and el.role == "link" and len(siblings(obs, el)) >= 1:
-            return clip(el.label), noun_from_heading(heading(obs))
+        if el is not None and el.role == "link" and " ".join(el.label.split()) in nav_links:
+            return "", ""
+        # an entry has a name with words in it; a bare number ("0", "2") is a row id or a page of the list
+        if (el is not None and el.role == "link" and WORDY.search(spoken_label(el))
+                and len(siblings(obs, el)) >= 1):
+            page = g.observations.get(edge.to_observation_id or "")
+            if goal is not None and page is not None and not _within(page, goal):
+                return "", ""
+            # The list's heading names its entries only when the entry opens among the list's own pages: a
+            # loans table's book link ("A Wizard of Earthsea") opens a book, not a loan.
+            noun = noun_from_heading(heading(obs)) if page is None or _within(obs, page) else ""
+            return clip(spoken_label(el)), noun
     return "", ""
+
+
+def _within(page: Observation, other: Observation) -> bool:
+    """Whether ``other`` is ``page`` or one of the pages below it, by URL path (web only: an Android screen's
+    location is its activity, which says nothing about whose screen it is)."""
+    if "://" not in page.location or "://" not in other.location:
+        return True
+    base, path = location_path(page).rstrip("/"), location_path(other).rstrip("/")
+    return path == base or path.startswith(base + "/")
 
 
 def _shared_depth(a: str, b: str) -> int:
@@ -201,6 +236,19 @@ def _own_region(anchor: Element, rivals: Iterable[Element]) -> int:
     return max((_shared_depth(anchor.path, r.path) for r in rivals if r.path and r.id != anchor.id), default=0)
 
 
+def answer_span(text: str) -> str:
+    """What of a text block an answer may quote: all of it when it is short and whole, else its leading whole
+    sentences within ``MAX_ANSWER_CHARS`` ("" when there is no such sentence). An answer cut mid-word where the
+    capture stopped, or a page of prose, is not what a person replies."""
+    text = " ".join(text.split())
+    cut = len(text) in CAPTURE_LIMITS and not _SENTENCE_END.search(text[-3:] + " ")
+    if len(text) <= MAX_ANSWER_CHARS and not cut:
+        return text
+    ends = [m.end() for m in _SENTENCE_END.finditer(text) if m.end() <= MAX_ANSWER_CHARS]
+    span = text[: ends[-1]] if ends else ""
+    return span if len(span.split()) >= MIN_ANSWER_WORDS else ""
+
+
 def _answer_text(obs: Observation, pollution_free: bool, chrome: set[str], anchor: Element | None = None,
                  rivals: Iterable[Element] = ()) -> str:
     """The item's own text: the longest plain text no other screen shows as chrome (banners, footers and
@@ -215,11 +263,13 @@ def _answer_text(obs: Observation, pollution_free: bool, chrome: set[str], ancho
     best = ""
     for e in obs.elements:
         text = " ".join(e.text.split())
-        if (e.role in TEXT_ROLES and not e.clickable and e.visible and len(text.split()) >= MIN_ANSWER_WORDS
-                and text not in chrome and len(text) > len(best) and len(text) <= 300):
+        if not (e.role in TEXT_ROLES and not e.clickable and e.visible and text not in chrome):
+            continue
+        span = answer_span(text)
+        if len(span.split()) >= MIN_ANSWER_WORDS and len(span) > len(best):
             if anchor is not None and (not e.path or _shared_depth(anchor.path, e.path) <= depth):
                 continue
-            best = text
+            best = span
     return best
 
 
@@ -241,7 +291,19 @@ class Planner:
         self.graph = graph
         self.nav = Navigator(graph)
         self.chrome = self._chrome_texts()
+        self.nav_links = self._nav_links()
         self._tried_cache: dict[str, set[ElementKey]] | None = None
+
+    def _nav_links(self) -> set[str]:
+        """Link labels shown as links at three or more locations: a navigation bar's, not a list's items (an
+        item is a link on its list and perhaps a search page; its own page shows it as a heading)."""
+        where: dict[str, set[str]] = {}
+        for obs in self.graph.observations.values():
+            loc = location_path(obs)
+            for e in obs.elements:
+                if e.role == "link" and e.visible and e.label:
+                    where.setdefault(" ".join(e.label.split()), set()).add(loc)
+        return {t for t, locs in where.items() if len(locs) >= 3}
 
     def _chrome_texts(self) -> set[str]:
         """Texts seen on screens at three or more locations: navigation, banners, footers."""
@@ -378,7 +440,7 @@ class Planner:
         name, shape = named
         if SKIP_SCREENS.search(name):
             return
-        item, noun = _item_of(nav, hops)
+        item, noun = _item_of(nav, hops, self.nav_links, goal_obs)
         is_item = target is not None and item and clip(target.label) == item
         overlay = shape == "overlay"
         if overlay and item and ("overlay", f"{name}\x1f", True) in families:
@@ -430,14 +492,15 @@ class Planner:
         title everywhere) the heading that *appeared* names it; a tab is named by its label; a button that
         opened an overlay without a heading (a menu drawer) by its own label.
         """
-        fresh = new_headings(before, after)
+        # a heading that ends in a colon labels a block ("Download in other formats:"), it names no screen
+        fresh = [h for h in new_headings(before, after) if not h.rstrip().endswith(":")]
         if has_dialog(after) and not has_dialog(before):
-            name = heading(after) or (clip(target.label) if target is not None else "")
+            name = heading(after) or (clip(spoken_label(target)) if target is not None else "")
             return (name, "overlay") if name else None
         if target is not None and target.role == "tab":
-            return clip(target.label), "tab"
+            return (clip(spoken_label(target)), "tab") if spoken_label(target) else None
         if location_path(after) != location_path(before):
-            name = heading(after) or (fresh[0] if fresh else "") or (clip(target.label) if target is not None else "")
+            name = heading(after) or (fresh[0] if fresh else "") or (clip(spoken_label(target)) if target else "")
             return (name, "page") if name else None
         if fresh:  # the same page with something new opened in it (a tiddler, a section): named by that
             return fresh[0], "page"
@@ -445,7 +508,7 @@ class Planner:
             grown = sum(e.clickable and e.visible for e in after.elements) - sum(
                 e.clickable and e.visible for e in before.elements)
             if grown >= 3:  # a menu or a panel full of controls opened in place
-                return clip(target.label), "overlay"
+                return (clip(spoken_label(target)), "overlay") if spoken_label(target) else None
         return None
 
     # --- forms: create, edit, settings -------------------------------------------------------------------
@@ -478,7 +541,7 @@ class Planner:
             return None
         steps = _nav_steps(nav, hops, start_obs) if hops else []
         facts = GoalFacts(form=heading(start_obs), commit=clip(target_label(g, commit)))
-        facts.item, facts.noun = _item_of(nav, hops)
+        facts.item, facts.noun = _item_of(nav, hops, self.nav_links)
         for f in fills:
             obs = g.observation(f.from_observation_id)
             allowed = typed

@@ -131,6 +131,27 @@ INDEX_RE = re.compile(r"\[\d+\]")
 CHROME_PATH = re.compile(r"(^|/)(nav|header|footer|aside|menu)\[", re.IGNORECASE)
 
 
+# Links directly inside running text: the words of a paragraph, not the rows of a list.
+PROSE_PARENT = re.compile(r"(^|/)(p|em|strong|b|i|code|small|blockquote)\[\d+\]/a\[\d+\]$",
+                          re.IGNORECASE)
+# A table's header row: its links sort the table ("id ▼", "member_id"), they are no rows of it.
+TABLE_HEADER = re.compile(r"(^|/)(thead|th)\[\d+\]/", re.IGNORECASE)
+
+
+# A resource id written for code, not people: "red-ui-tab-info-link-button", "btn_save", "navBar", "item42".
+MACHINE_ID = re.compile(r"[-_./:#\d]|[a-z][A-Z]")
+
+
+def spoken_label(el: Element) -> str:
+    """The name a person could read off the screen or say: the element's text or accessible description, or a
+    resource id that is a plain word ("logo"); "" for an id written for code, a role or a class name (an icon
+    control with no name, which a VLM must describe from the screenshot)."""
+    if el.text or el.content_desc:
+        return el.label
+    rid = el.resource_id
+    return rid if rid and not MACHINE_ID.search(rid) and rid not in (el.role, el.class_name) else ""
+
+
 def _list_slot(el: Element) -> str:
     """The element's place in a repeated structure: its DOM path with sibling positions removed."""
     return INDEX_RE.sub("", el.path)
@@ -147,8 +168,10 @@ def siblings(obs: Observation, el: Element) -> list[Element]:
             continue
         if el.resource_id:
             same = e.resource_id == el.resource_id
-        else:  # positional lists only in the page's content: a navigation bar is a row of links, not items
+        else:  # positional lists only in the page's content: a navigation bar is a row of links, not items, and
+            # the links of a paragraph are its words ("see the (diff)"), not entries
             same = (not e.resource_id and bool(el.path) and not CHROME_PATH.search(el.path)
+                    and not PROSE_PARENT.search(el.path) and not TABLE_HEADER.search(el.path)
                     and _list_slot(e) == _list_slot(el) and e.path != el.path)
         if same:
             out.append(e)

@@ -26,6 +26,8 @@ from pipelines.synthesis.prompts import PromptSet
 from pipelines.synthesis.screens import gloss, noun_from_heading
 
 DOUBLE_STOP = re.compile(r"([.!?。！？])”[.。]")  # a quoted sentence already ends the sentence: “… beans.”.
+# "the" from a template before a name that starts with its own: "the The Trac Guide screen"
+DOUBLE_THE = re.compile(r"\b([Tt]he) [Tt]he\b")
 
 
 def _pick(options: list[str] | str, *seed: object) -> str:
@@ -169,7 +171,7 @@ class OfflineBackend(Backend):
         template = _pick(self.phrases["task"][lang][shape], payload.get("variant", ""), json.dumps(goal,
                                                                                               sort_keys=True))
         task = template.format(**self._values(lang, goal))
-        task = " ".join(task.split())
+        task = DOUBLE_THE.sub(r"\1", " ".join(task.split()))
         return json.dumps({"task": _cap(task) if lang == "en" else task}, ensure_ascii=False)
 
     # --- steps -------------------------------------------------------------------------------------------
@@ -264,7 +266,7 @@ class OfflineBackend(Backend):
             kind = {"item_bare": "item"}.get(kind, kind)
             kind = kind if kind in r["finish"] else "screen"
             text = _pick(r["finish"][kind], seed).format(**fmt)
-        return DOUBLE_STOP.sub(r"\1”", " ".join(text.split()))
+        return DOUBLE_THE.sub(r"\1", DOUBLE_STOP.sub(r"\1”", " ".join(text.split())))
 
     def step_text(self, payload: dict[str, Any]) -> str:
         instruction = self.instruction(payload)
