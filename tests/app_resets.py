@@ -18,8 +18,10 @@ from __future__ import annotations
 import json
 import sqlite3
 import sys
+import urllib.error
 import urllib.parse
 import urllib.request
+from pathlib import Path
 
 HEADERS = {"X-Requested-With": "TiddlyWiki", "Content-Type": "application/json"}
 
@@ -41,9 +43,24 @@ def _quoted(title: str) -> str:
     return urllib.parse.quote(title, safe="")
 
 
+def _stored_titles(snapshot_path: str) -> set[str]:
+    """Every title the wiki folder holds on disk, system tiddlers included (the server's ``tiddlers.json`` lists
+    only the others, so a crawl's change to ``$:/DefaultTiddlers`` — which decides the start screen — or its
+    ``$:/StoryList`` would survive a reset made from that list alone)."""
+    folder = Path(snapshot_path).parent / "tiddlers"
+    titles = set()
+    for f in [*folder.glob("*.tid"), *folder.glob("*.meta")]:
+        for line in f.read_text(encoding="utf-8", errors="replace").splitlines():
+            if not line.strip():
+                break
+            if line.startswith("title:"):
+                titles.add(line[len("title:"):].strip())
+    return titles
+
+
 def snapshot_tiddlywiki(url: str, path: str) -> None:
     full = {}
-    for title in _titles(url):
+    for title in sorted(set(_titles(url)) | _stored_titles(path)):
         full[title] = json.loads(_request("GET", f"{url}/recipes/default/tiddlers/{_quoted(title)}"))
     with open(path, "w", encoding="utf-8") as f:
         json.dump(full, f)
@@ -53,9 +70,13 @@ def reset_tiddlywiki(url: str, path: str) -> None:
     with open(path, encoding="utf-8") as f:
         seed: dict[str, dict] = json.load(f)
     now = _titles(url)
-    for title in now:
+    for title in sorted(set(now) | _stored_titles(path)):
         if title not in seed:
-            _request("DELETE", f"{url}/bags/default/tiddlers/{_quoted(title)}")
+            try:
+                _request("DELETE", f"{url}/bags/default/tiddlers/{_quoted(title)}")
+            except urllib.error.HTTPError as exc:
+                if exc.code != 404:  # already gone (a file the server had not loaded): nothing to undo
+                    raise
     for title, tiddler in seed.items():
         if now.get(title) != str(tiddler.get("revision", "")):
             fields = {k: v for k, v in tiddler.items() if k not in ("revision", "bag")}

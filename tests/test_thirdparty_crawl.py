@@ -126,3 +126,42 @@ def test_ihatemoney_from_pypi_crawled_through_appium(tmp_path: Path, appium_url:
     assert len(requests) > STEPS // 2
     bad = [(m, p) for m, p in requests if m == "POST" and DENIED_PATH.search(p)]
     assert bad == []
+
+
+def test_the_wiki_reset_undoes_system_tiddlers_too(tmp_path: Path, server_log_dir: Path) -> None:
+    """A crawl that presses "retain story ordering" in the control panel writes ``$:/DefaultTiddlers``, which
+    decides the start screen; the server's tiddler list leaves system tiddlers out, so a reset made from it alone
+    let every later episode, probe and replay start on whatever the crawl last had open."""
+    import json
+    import urllib.parse
+    import urllib.request
+
+    from explorers.reset import ResetConfig, run_reset
+
+    wiki = tmp_path / "wiki"
+    served = _serve(thirdparty.start_tiddlywiki, wiki, server_log_dir)
+    proc = next(served)
+    try:
+        def put(title: str, text: str) -> None:
+            body = json.dumps({"title": title, "text": text}).encode()
+            req = urllib.request.Request(f"{proc.url}/recipes/default/tiddlers/{urllib.parse.quote(title, safe='')}",
+                                         data=body, method="PUT",
+                                         headers={"X-Requested-With": "TiddlyWiki", "Content-Type": "application/json"})
+            urllib.request.urlopen(req, timeout=10).close()
+
+        def text(title: str) -> str:  # a core tiddler deleted from the store reads as its shadow again
+            url = f"{proc.url}/recipes/default/tiddlers/{urllib.parse.quote(title, safe='')}"
+            with urllib.request.urlopen(url, timeout=10) as r:
+                return str(json.loads(r.read()).get("text", ""))
+
+        seeded = thirdparty.tiddler_titles(proc.url)
+        put("$:/DefaultTiddlers", "[list[$:/StoryList]]")
+        put("Junk page", "typed by a crawl")
+        assert text("$:/DefaultTiddlers") == "[list[$:/StoryList]]"
+        assert "Junk page" in thirdparty.tiddler_titles(proc.url)
+        run_reset(ResetConfig.model_validate(thirdparty.tiddlywiki_reset(proc.url, wiki)))
+        assert text("$:/DefaultTiddlers").strip() == "GettingStarted"  # the start screen is the seed's again
+        assert not (wiki / "tiddlers" / "$__DefaultTiddlers.tid").exists()
+        assert thirdparty.tiddler_titles(proc.url) == seeded
+    finally:
+        served.close()  # the generator's own finally stops the server
