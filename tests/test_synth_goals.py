@@ -15,7 +15,7 @@ from test_synth_toygraph import T0, click, make_observation, notes_graph, notes_
 from pipelines.synthesis.goals import StepRole, plan_goals
 from pipelines.synthesis.graph_input import build_graph
 from pipelines.synthesis.navigation import Navigator, Pollution
-from schemas import ActionType, BBox, Element, GoalKind, Transition
+from schemas import Action, ActionType, BBox, Element, GoalKind, Transition
 
 
 def _plans(graph):
@@ -351,3 +351,31 @@ def test_an_entry_that_opens_outside_the_lists_pages_is_not_called_by_the_lists_
     monkeypatch.setitem(toy.SCREENS, "groceries", ("/books/1", head, els))
     item = _plans(notes_graph())[("item", "Groceries")]
     assert item.facts.noun == "" and item.facts.target == "Groceries"
+
+
+def test_a_language_switch_is_no_way_to_get_somewhere_and_a_tagline_names_no_screen():
+    """I Hate Money's language menu: tapping "Deutsch" renames every screen, so the crawl's next screens were
+    "Sprachen", "Ausgabe hinzufügen" — goals an English task cannot name. Its home page's heading is a tagline."""
+    from pipelines.synthesis.goals import TAGLINE
+    from pipelines.synthesis.navigation import LANGUAGE_NAME
+
+    for label in ("Deutsch", "Čeština", "Azərbaycan", "中文 (Chinese)", "English", " Français "):
+        assert LANGUAGE_NAME.match(label), label
+    for label in ("English recipes", "Settings", "Languages", "Deutsche Bahn"):
+        assert not LANGUAGE_NAME.match(label), label
+    assert TAGLINE.search("Manage your shared expenses, easily")
+    assert not TAGLINE.search("The Trac User and Administration Guide") and not TAGLINE.search("Hello, world")
+    # A language link in the toy app's header that (in the crawl) led to About: one tap, shorter than the route
+    # through Settings, and without the rule the About plan would take it.
+    lang = Element(id="lang-de", role="link", text="Deutsch", resource_id="lang", clickable=True,
+                   bbox=BBox(x1=300, y1=260, x2=380, y2=290))
+    observations, transitions = notes_records(extra={"notes": [lang]})
+    notes = next(o for o in observations if o.location.endswith("/notes"))
+    about = next(o for o in observations if o.location.endswith("/about"))
+    switch = Transition(id="e16", run_id="run-1", app_id="notes", from_state="notes", to_state="about",
+                        from_observation_id=notes.id, to_observation_id=about.id, effective=True,
+                        action=Action(type="click", x=340, y=275, image_width=400, image_height=300,
+                                      target_element_id="lang-de"), timestamp=T0 + timedelta(seconds=99))
+    plans = {(p.kind, p.facts.target): p for p in plan_goals(build_graph("notes", observations,
+                                                                           [*transitions, switch]))}
+    assert plans[("screen", "About this app")].edge_ids == ("e05", "e14")

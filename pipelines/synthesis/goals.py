@@ -61,6 +61,9 @@ MAX_PLAN_STEPS = 14
 MIN_ANSWER_WORDS = 4
 MAX_ANSWER_CHARS = 300
 WORDY = re.compile(r"[^\W\d_]")  # a letter of any script
+# A sentence, not a name: a home page's tagline ("Manage your shared expenses, easily") names no screen a person
+# would ask for. Five words or more with a clause break or a closing stop.
+TAGLINE = re.compile(r"^(?=(?:\S+\s+){4}\S).*(?:[,;]\s|[.!]$)")
 # The web capture's text limits (a name, a text block: ``explorers/web_script.py``): a text exactly this long
 # may have been cut there, mid-word.
 CAPTURE_LIMITS = (120, 400)
@@ -438,7 +441,7 @@ class Planner:
         if named is None:
             return
         name, shape = named
-        if SKIP_SCREENS.search(name):
+        if SKIP_SCREENS.search(name) or TAGLINE.search(name):
             return
         item, noun = _item_of(nav, hops, self.nav_links, goal_obs)
         is_item = target is not None and item and clip(target.label) == item
