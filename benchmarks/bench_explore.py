@@ -72,6 +72,8 @@ import statistics
 import sys
 import tempfile
 import time
+import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -389,9 +391,21 @@ def unintended_writes(run: AppRun) -> list[str]:
         return thirdparty.changed_rows(run.baseline, thirdparty_apps.node_red_flows(run.data))
     if run.kind == "docsify":
         return []
-    skinny = json.loads(urllib.request.urlopen(run.proc.url + "/recipes/default/tiddlers.json", timeout=30).read())
-    now = {t["title"]: str(t.get("revision", "")) for t in skinny}
-    return [f"tiddler:{title}" for title, rev in run.baseline.items() if now.get(title) != rev]
+    return [f"tiddler:{title}" for title, rev in run.baseline.items() if _tiddler_revision(run.proc.url, title) != rev]
+
+
+def _tiddler_revision(url: str, title: str) -> str | None:
+    """One stored tiddler's revision, ``None`` when it is gone. Read by title, because the seed snapshot holds
+    system tiddlers (``$:/StoryList``, ``$:/DefaultTiddlers``) that the server's ``tiddlers.json`` never lists:
+    comparing with that list reported every system tiddler of the seed as removed."""
+    quoted = urllib.parse.quote(title, safe="")
+    try:
+        with urllib.request.urlopen(f"{url}/recipes/default/tiddlers/{quoted}", timeout=30) as r:
+            return str(json.loads(r.read()).get("revision", ""))
+    except urllib.error.HTTPError as exc:
+        if exc.code == 404:
+            return None
+        raise
 
 
 @dataclass
