@@ -229,10 +229,13 @@ const INLINE = {A: 1, ABBR: 1, B: 1, BDI: 1, BDO: 1, CITE: 1, CODE: 1, DATA: 1, 
 // A text block's words as a reader sees them: its own text with its visible inline children's (links, emphasis,
 // code) in place, but not its block children's (each is an element of its own). Own text alone turns
 // "Trac is a <a>minimalistic</a> approach" into "Trac is a approach", which answers nobody's question. A block
-// without own text (a paragraph that only wraps a link) stays out, as before: the link is the element.
+// without own text (a paragraph that only wraps a link) stays out, as before: the link is the element. A heading
+// does not: its words often sit in a span or a link (Trac's ticket title, MediaWiki's page title), and without
+// it the screen would be named by the next heading down ("Description").
 const PERMALINK = /^\s*[¶§#🔗]\s*$/u;
+const HEADING_TAGS = {H1: 1, H2: 1, H3: 1, H4: 1, H5: 1, H6: 1};
 function flowText(el) {
-  if (!ownText(el)) return '';
+  if (!ownText(el) && !HEADING_TAGS[tagOf(el)]) return '';
   let t = '';
   (function walk(n) {
     for (const c of P(n, 'childNodes')) {

@@ -93,7 +93,9 @@ PAGES = {
         <strong>web-based</strong> project management.<br>Run <code>trac-admin</code> to start
         <span style="display:none">(hidden aside)</span>here.</p><p id="wrap"><a href="/">Only a link</a></p>
         <div id="card">Card title<div id="inner">Nested block text</div></div>
-        <p id="long">""" + "A long sentence about the project goes on. " * 8 + """</p>""",
+        <p id="long">""" + "A long sentence about the project goes on. " * 8 + """</p>
+        <h2 id="ticket"><span class="summary">Crash when the dialog closes</span></h2>
+        <h3 id="badges"><a href="/plain">#1</a> <span><a href="/plain">defect</a></span></h3>""",
 }
 
 
@@ -171,7 +173,11 @@ def test_a_text_block_reads_with_its_inline_links_and_emphasis_but_not_its_block
     assert by_id["card"].text == "Card title" and by_id["inner"].text == "Nested block text"
     long = by_id["long"].text
     assert 300 < len(long) <= 400 and long.startswith("A long sentence about the project goes on.")
-    assert [w.element.text for w in screen.widgets if w.element.role == "link"] == ["¶", "minimalistic", "Only a link"]
+    # A heading whose words are all in inline children is still a heading: the screen's title.
+    assert by_id["ticket"].role == "heading" and by_id["ticket"].text == "Crash when the dialog closes"
+    assert by_id["badges"].role == "heading" and by_id["badges"].text == "#1 defect"
+    assert [w.element.text for w in screen.widgets if w.element.role == "link"] == [
+        "¶", "minimalistic", "Only a link", "#1", "defect"]
 
 
 def test_demo_app_history_page_with_shadowing_controls_is_crawled(
