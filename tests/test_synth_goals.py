@@ -379,3 +379,96 @@ def test_a_language_switch_is_no_way_to_get_somewhere_and_a_tagline_names_no_scr
     plans = {(p.kind, p.facts.target): p for p in plan_goals(build_graph("notes", observations,
                                                                            [*transitions, switch]))}
     assert plans[("screen", "About this app")].edge_ids == ("e05", "e14")
+
+
+def test_a_heading_names_its_screen_without_its_inline_controls_or_a_result_count():
+    """Captured text includes inline children: datasette's query form heading reads "Custom SQL query returning 8
+    rows (hide)", where "hide" is a link inside it; a table's "30 rows sorted by id descending" is the result of
+    a sort, not a screen anyone would ask for by that name."""
+    from pipelines.synthesis.screens import heading, headings
+
+    def h(eid: str, text: str, path: str, y: int) -> Element:
+        return Element(id=eid, role="heading", text=text, path=path, bbox=BBox(x1=10, y1=y, x2=300, y2=y + 20))
+
+    def screen(*els: Element):
+        return make_observation("notes", None).model_copy(update={"elements": list(els)})
+
+    form = "body[1]/div[1]/form[1]/h3[1]"
+    hide = Element(id="hide", role="link", text="hide", path=form + "/a[1]", clickable=True,
+                   bbox=BBox(x1=250, y1=10, x2=280, y2=30))
+    assert heading(screen(h("q", "Custom SQL query returning 8 rows (hide)", form, 10), hide)) == "Custom SQL query"
+    edit = Element(id="ed", role="link", text="edit", path="body[1]/h2[1]/span[2]/a[1]", clickable=True,
+                   bbox=BBox(x1=250, y1=10, x2=280, y2=30))
+    assert heading(screen(h("s", "History [edit]", "body[1]/h2[1]", 10), edit)) == "History"
+    # the same words outside the heading are left alone, and a heading that is only its control keeps its text
+    assert heading(screen(h("s", "History [edit]", "body[1]/h2[1]", 10),
+                          edit.model_copy(update={"path": "body[1]/p[1]/a[1]"}))) == "History [edit]"
+    alone = Element(id="al", role="link", text="Tables", path="body[1]/h2[1]/a[1]", clickable=True,
+                    bbox=BBox(x1=10, y1=10, x2=80, y2=30))
+    assert heading(screen(h("t", "Tables", "body[1]/h2[1]", 10), alone)) == "Tables"
+    counted = screen(h("c", "30 rows sorted by id descending", "body[1]/h3[1]", 10),
+                     h("l", "loans", "body[1]/h1[1]", 50))
+    assert heading(counted) == "loans" and headings(counted) == ["loans"]
+    assert heading(screen(h("m", "Custom Query (3 matches)", "body[1]/h1[1]", 10))) == "Custom Query"
+    assert heading(screen(h("k", "Top 10 items to pack", "body[1]/h1[1]", 10))) == "Top 10 items to pack"
+    # a record page's "table: key" title, said as a person would
+    assert heading(screen(h("r", "loans: 23", "body[1]/h1[1]", 10))) == "row 23 of loans"
+    assert heading(screen(h("n", "Ticket #3: crash", "body[1]/h1[1]", 10))) == "Ticket #3: crash"
+
+
+def test_a_page_an_image_link_opened_is_never_named_by_the_links_resource_id():
+    """Trac's logo is an image link (resource id "logo", no text); it opens the configuration help scrolled to
+    a section with no heading in view. "Take me to logo." names nothing a person sees: no goal. The same link with
+    words on it is named by them."""
+    from pipelines.synthesis.goals import Planner
+
+    planner = Planner(notes_graph())
+    before = make_observation("notes", None)
+    after = make_observation("about", None).model_copy(
+        update={"elements": [e for e in make_observation("about", None).elements if e.role != "heading"]})
+    logo = Element(id="logo", role="link", resource_id="logo", clickable=True, bbox=BBox(x1=0, y1=0, x2=40, y2=40))
+    assert planner._name(before, after, logo) is None
+    assert planner._name(before, after, logo.model_copy(update={"text": "Help"})) == ("Help", "page")
+    assert planner._name(before, after, logo.model_copy(update={"content_desc": "Trac home"})) == ("Trac home", "page")
+
+
+def test_the_links_inside_one_heading_are_its_words_but_card_titles_are_a_list():
+    """Trac's ticket heading "#1 new defect" holds three links: they are no list of entries ("Show me
+    “defect”" opened a ticket query). Cards whose titles are links in their own headings are one."""
+    from pipelines.synthesis.screens import siblings
+
+    def link(eid: str, text: str, path: str) -> Element:
+        return Element(id=eid, role="link", text=text, path=path, clickable=True, bbox=BBox(x1=0, y1=0, x2=50, y2=20))
+
+    badges = [link(f"b{i}", t, f"body[1]/div[2]/h2[1]/span[{i}]/a[1]") for i, t in enumerate(("new", "defect"), 1)]
+    cards = [link(f"c{i}", t, f"body[1]/ul[1]/li[{i}]/h3[1]/a[1]") for i, t in enumerate(("Groceries", "Kyoto"), 1)]
+    obs = make_observation("notes", None).model_copy(update={"elements": badges + cards})
+    assert siblings(obs, badges[1]) == []
+    assert [e.text for e in siblings(obs, cards[0])] == ["Kyoto"]
+
+
+def test_a_link_that_only_changes_the_lists_query_filters_it_and_opens_no_entry(monkeypatch):
+    """datasette's country column: "Colombia" opens ``/library/authors?country=Colombia``, the same list
+    filtered. "Show me the author called “Colombia”" would be false; no item (nor answer) goal is planned."""
+    import test_synth_toygraph as toy
+
+    assert ("item", "Groceries") in _plans(notes_graph())
+    _loc, head, els = toy.SCREENS["groceries"]
+    monkeypatch.setitem(toy.SCREENS, "groceries", ("/notes?tag=groceries", head, els))
+    plans = _plans(notes_graph())
+    assert ("item", "Groceries") not in plans and ("answer", "Groceries") not in plans
+
+
+def test_names_in_style_capitals_are_written_as_a_person_types_them_and_timestamps_name_no_entry():
+    """Trac's navigation bar is capitalised by CSS ("VIEW TICKETS"), which the capture keeps; its timeline
+    entries start with the time the seed was made ("00:43 MeetingNotes created by trac"), which another
+    instance of the app does not show — the replay of such an item task failed on every fresh instance."""
+    from pipelines.synthesis.goals import TIME_OF_DAY, _as_written
+
+    assert _as_written("VIEW TICKETS") == "View tickets" and _as_written("SEARCH") == "Search"
+    for kept in ("FAQ", "RSS", "Timeline", "iPhone", "ÜBERSICHT", "CamelCase"):
+        assert _as_written(kept) == kept, kept
+    for stamped in ("00:43 MeetingNotes created by trac", "Standup at 9:30", "Backup 23:59:01 done"):
+        assert TIME_OF_DAY.search(stamped), stamped
+    for plain in ("Ticket #12", "Psalm 23", "ratio 1:2:3", "2024-11-23", "Chapter 10"):
+        assert not TIME_OF_DAY.search(plain), plain

@@ -25,6 +25,7 @@ import json
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from urllib.parse import urlparse
 
 from pipelines.synthesis.graph_input import AppGraph
 from pipelines.synthesis.navigation import (
@@ -47,6 +48,7 @@ from pipelines.synthesis.screens import (
     group_label,
     has_dialog,
     heading,
+    heading_text,
     location_path,
     new_headings,
     noun_from_heading,
@@ -61,6 +63,9 @@ MAX_PLAN_STEPS = 14
 MIN_ANSWER_WORDS = 4
 MAX_ANSWER_CHARS = 300
 WORDY = re.compile(r"[^\W\d_]")  # a letter of any script
+# A time of day in an entry's name ("00:43 MeetingNotes created by trac" on a timeline): the moment the seed was
+# made, which a fresh instance of the app does not show, so the entry cannot be asked for by that name.
+TIME_OF_DAY = re.compile(r"(?<![\d:])\d{1,2}:\d{2}(:\d{2})?(?![\d:])")
 # A sentence, not a name: a home page's tagline ("Manage your shared expenses, easily") names no screen a person
 # would ask for. Five words or more with a clause break or a closing stop.
 TAGLINE = re.compile(r"^(?=(?:\S+\s+){4}\S).*(?:[,;]\s|[.!]$)")
@@ -201,15 +206,36 @@ def _item_of(nav: Navigator, hops: list[tuple[Transition, Anchored]], nav_links:
             return "", ""
         # an entry has a name with words in it; a bare number ("0", "2") is a row id or a page of the list
         if (el is not None and el.role == "link" and WORDY.search(spoken_label(el))
-                and len(siblings(obs, el)) >= 1):
+                and not TIME_OF_DAY.search(spoken_label(el)) and len(siblings(obs, el)) >= 1):
             page = g.observations.get(edge.to_observation_id or "")
             if goal is not None and page is not None and not _within(page, goal):
                 return "", ""
+            if page is not None and _filters(obs, page):
+                return "", ""  # a facet ("Colombia" in a country column) filters the list, it opens no entry
             # The list's heading names its entries only when the entry opens among the list's own pages: a
             # loans table's book link ("A Wizard of Earthsea") opens a book, not a loan.
             noun = noun_from_heading(heading(obs)) if page is None or _within(obs, page) else ""
             return clip(spoken_label(el)), noun
     return "", ""
+
+
+def _as_written(name: str) -> str:
+    """A name shown in capitals by the page's style ("VIEW TICKETS": CSS ``text-transform``, which the captured
+    text keeps) as a person would type it in a task, "View tickets"; an acronym ("FAQ", "RSS") stays."""
+    letters = [c for c in name if c.isalpha()]
+    if len(letters) < 5 or not name.isupper() or not all(c.isascii() for c in letters):
+        return name
+    return name[0] + name[1:].lower()
+
+
+def _filters(before: Observation, after: Observation) -> bool:
+    """Whether a tap kept the page and changed only its query: a filter, a facet or a sort of the list it was on
+    (datasette's ``/library/authors?country=Colombia``), not an entry of it. A single-page app whose entries
+    open in place keeps its query too, so it is not affected."""
+    if "://" not in before.location or "://" not in after.location:
+        return False
+    return location_path(before) == location_path(after) and urlparse(before.location).query != \
+        urlparse(after.location).query
 
 
 def _within(page: Observation, other: Observation) -> bool:
@@ -283,7 +309,8 @@ def _item_heading(before: Observation, after: Observation, item: str) -> tuple[E
     if len(hs) < 2:
         return None, []
     fresh = set(new_headings(before, after))
-    own = ([h for h in hs if clip(h.text).lower() == item.lower()] or [h for h in hs if clip(h.text) in fresh])
+    own = ([h for h in hs if clip(h.text).lower() == item.lower()]
+           or [h for h in hs if clip(heading_text(after, h)) in fresh])
     return (own[0], hs) if own else (None, [])
 
 
@@ -327,7 +354,9 @@ class Planner:
         seen: set[object] = set()
         unique = []
         for p in sorted(out, key=lambda p: len(p.steps)):  # equal goals: the shortest plan wins
-            same_goal = (p.kind, json.dumps(p.facts.as_payload(), sort_keys=True, ensure_ascii=False))
+            # one goal whatever the case its name is written in: a nav bar's "SEARCH" (CSS capitals) and the
+            # search form's "Search" button open the same screen
+            same_goal = (p.kind, json.dumps(p.facts.as_payload(), sort_keys=True, ensure_ascii=False).casefold())
             if p.key in seen or same_goal in seen:
                 continue
             seen.update((p.key, same_goal))
@@ -441,6 +470,7 @@ class Planner:
         if named is None:
             return
         name, shape = named
+        name = _as_written(name)
         if SKIP_SCREENS.search(name) or TAGLINE.search(name):
             return
         item, noun = _item_of(nav, hops, self.nav_links, goal_obs)
@@ -503,7 +533,11 @@ class Planner:
         if target is not None and target.role == "tab":
             return (clip(spoken_label(target)), "tab") if spoken_label(target) else None
         if location_path(after) != location_path(before):
-            name = heading(after) or (fresh[0] if fresh else "") or (clip(spoken_label(target)) if target else "")
+            # Another page is named by what it shows, else by the words on the link that opened it — never by
+            # the link's resource id: Trac's image-only "logo" link opens its configuration help, which no one
+            # would call "logo".
+            said = " ".join((target.text or target.content_desc).split()) if target is not None else ""
+            name = heading(after) or (fresh[0] if fresh else "") or clip(said)
             return (name, "page") if name else None
         if fresh:  # the same page with something new opened in it (a tiddler, a section): named by that
             return fresh[0], "page"

@@ -42,28 +42,69 @@ def _usable_name(text: str) -> bool:
     return bool(text) and len(text.split()) <= MAX_NAME_WORDS and not looks_like_injection(text)
 
 
+# A heading that reports a count of results ("30 rows sorted by id descending", "3 matches") describes the
+# result of a query, it names no screen; a count appended to a name ("Custom SQL query returning 8 rows",
+# "Custom Query (3 matches)") is cut off.
+COUNTED = r"\d[\d,.]*\s+(rows?|results?|items?|entries|entry|records?|matches|match|hits?|tickets?)\b"
+RESULT_COUNT = re.compile(rf"^\W*{COUNTED}", re.IGNORECASE)
+COUNT_TAIL = re.compile(rf"\s*(\(\s*{COUNTED}[^()]*\)|\s(returning|showing|with)\s+{COUNTED}.*)$", re.IGNORECASE)
+
+
+# A record page titled "table: key" (datasette's "loans: 2"): read as a person would say it, "row 2 of loans".
+RECORD_TITLE = re.compile(r"^(?P<table>[^\W\d][\w ]*?):\s*(?P<key>\d+)$")
+
+
+def heading_text(obs: Observation, el: Element) -> str:
+    """A heading's words as its screen's name: without the text of controls inside it ("(hide)", "[edit]",
+    "(diff)" — captured text includes inline children) and without a result count; "" for a heading that is
+    only a result count."""
+    text = " ".join(el.text.split())
+    if el.path:
+        for inner in obs.elements:
+            said = " ".join(inner.text.split())
+            if said and said != text and inner.clickable and inner.path.startswith(el.path + "/"):
+                cut = " ".join(re.sub(rf"[(\[]\s*{re.escape(said)}\s*[)\]]", " ", text).split())
+                text = cut or text
+    text = COUNT_TAIL.sub("", text).strip()
+    record = RECORD_TITLE.match(text)
+    if record:
+        return f"row {record.group('key')} of {record.group('table')}"
+    return "" if RESULT_COUNT.match(text) else text
+
+
+def _heading_names(obs: Observation, roles: set[str]) -> list[tuple[Element, str]]:
+    """The screen's visible headings (or captions) of ``roles`` that can name it, with their names."""
+    out = []
+    for e in obs.elements:
+        if e.role in roles and e.visible:
+            name = heading_text(obs, e)
+            if _usable_name(name):
+                out.append((e, name))
+    return out
+
+
 def heading(obs: Observation) -> str:
     """The screen's own title: an open dialog's heading first, else the first visible heading, else a form's
     caption ("" if none)."""
     dialogs = [e for e in obs.elements if e.role in DIALOG_ROLES and e.visible]
-    headings = [e for e in obs.elements if e.role in HEADING_ROLES and e.visible and _usable_name(e.text)]
+    named = _heading_names(obs, HEADING_ROLES)
     for d in dialogs:
-        inside = [h for h in headings if d.bbox.contains(*h.bbox.center)]
+        inside = [name for h, name in named if d.bbox.contains(*h.bbox.center)]
         if inside:
-            return clip(inside[0].text)
+            return clip(inside[0])
         if _usable_name(d.label) and d.label != d.role:
             return clip(d.label)
-    if headings:
-        return clip(headings[0].text)
+    if named:
+        return clip(named[0][1])
     # A form page without a heading is named by its fieldset's caption ("Add a bill", "Edit this bill"), as a
     # person reading the screen would call it.
-    captions = [e for e in obs.elements if e.role in CAPTION_ROLES and e.visible and _usable_name(e.text)]
-    return clip(captions[0].text) if captions else ""
+    captions = _heading_names(obs, CAPTION_ROLES)
+    return clip(captions[0][1]) if captions else ""
 
 
 def headings(obs: Observation) -> list[str]:
-    """Every visible, usable heading of the screen, in document order."""
-    return [clip(e.text) for e in obs.elements if e.role in HEADING_ROLES and e.visible and _usable_name(e.text)]
+    """Every visible heading of the screen that can name it, in document order."""
+    return [clip(name) for _e, name in _heading_names(obs, HEADING_ROLES)]
 
 
 def new_headings(before: Observation, after: Observation) -> list[str]:
@@ -138,6 +179,15 @@ PROSE_PARENT = re.compile(r"(^|/)(p|em|strong|b|i|code|small|blockquote)\[\d+\]/
 TABLE_HEADER = re.compile(r"(^|/)(thead|th)\[\d+\]/", re.IGNORECASE)
 
 
+# The heading element a link sits in: links inside one heading are its words ("#1 new defect"), not a list.
+IN_HEADING = re.compile(r"^(.*?(^|/)h[1-6]\[\d+\])/", re.IGNORECASE)
+
+
+def _same_heading(a: Element, b: Element) -> bool:
+    m = IN_HEADING.match(a.path)
+    return bool(m) and b.path.startswith(m.group(1) + "/")
+
+
 # A resource id written for code, not people: "red-ui-tab-info-link-button", "btn_save", "navBar", "item42".
 MACHINE_ID = re.compile(r"[-_./:#\d]|[a-z][A-Z]")
 
@@ -169,10 +219,10 @@ def siblings(obs: Observation, el: Element) -> list[Element]:
         if el.resource_id:
             same = e.resource_id == el.resource_id
         else:  # positional lists only in the page's content: a navigation bar is a row of links, not items, and
-            # the links of a paragraph are its words ("see the (diff)"), not entries
+            # the links of a paragraph or a heading are its words ("see the (diff)", "#1 new defect"), not entries
             same = (not e.resource_id and bool(el.path) and not CHROME_PATH.search(el.path)
                     and not PROSE_PARENT.search(el.path) and not TABLE_HEADER.search(el.path)
-                    and _list_slot(e) == _list_slot(el) and e.path != el.path)
+                    and _list_slot(e) == _list_slot(el) and e.path != el.path and not _same_heading(el, e))
         if same:
             out.append(e)
     return out
