@@ -16,7 +16,11 @@ Prints per app and overall:
 
 and 10 random tasks with their steps and reasoning, so a reader can judge them.
 
-Usage: ``python benchmarks/eval_synth.py [--steps 80] [--apps demo,tiddlywiki,ihatemoney] [--keep DIR]``
+Trac and datasette (PyPI; crawled as an anonymous visitor, Trac with its ticket reset) are opt-in through
+``--apps``: they are the apps nobody tuned synthesis for, and they take a few minutes more each.
+
+Usage: ``python benchmarks/eval_synth.py [--steps 80] [--apps demo,tiddlywiki,ihatemoney,trac,datasette]
+[--keep DIR]``
 """
 
 from __future__ import annotations
@@ -34,14 +38,15 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-APPS = ("demo", "tiddlywiki", "ihatemoney")
+APPS = ("demo", "tiddlywiki", "ihatemoney")  # the default set
+OPT_IN = ("trac", "datasette")
 
 
 @contextmanager
 def served(name: str, work: Path) -> Iterator[dict[str, Any]]:
     """Start one app and yield its crawl-config ``apps[]`` entry (with its reset hook)."""
     from explorers.demo_app.crawl_config import app_config
-    from tests import servers, thirdparty
+    from tests import servers, thirdparty, thirdparty_apps
 
     if name == "demo":
         proc = servers.start_demo_app(sys.executable, log_dir=work)
@@ -53,6 +58,13 @@ def served(name: str, work: Path) -> Iterator[dict[str, Any]]:
         proc = thirdparty.start_tiddlywiki(wiki, log_dir=work)
         entry = {**thirdparty.tiddlywiki_app(proc.url), "fresh_start": True,
                  "reset": thirdparty.tiddlywiki_reset(proc.url, wiki)}
+    elif name == "trac":
+        proc = thirdparty_apps.start_trac(work / "trac", log_dir=work)
+        entry = {**thirdparty_apps.trac_app(proc.url), "fresh_start": True,
+                 "reset": thirdparty_apps.trac_reset(work / "trac")}
+    elif name == "datasette":  # read-only without a login: nothing to reset
+        proc = thirdparty_apps.start_datasette(work / "datasette", log_dir=work)
+        entry = {**thirdparty_apps.datasette_app(proc.url), "fresh_start": True}
     else:
         data = work / "ihm"
         proc = thirdparty.start_ihatemoney(data, log_dir=work)
@@ -155,16 +167,17 @@ def show(t: Any) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=80, help="crawl budget per app (actions)")
-    ap.add_argument("--apps", default=",".join(APPS), help=f"comma-separated subset of {', '.join(APPS)}")
+    ap.add_argument("--apps", default=",".join(APPS),
+                    help=f"comma-separated subset of {', '.join(APPS + OPT_IN)}")
     ap.add_argument("--keep", type=Path, default=None, help="keep graphs and outputs in this directory")
     ap.add_argument("--examples", type=int, default=10, help="random tasks printed with their steps")
     args = ap.parse_args()
     from tests import servers
 
     names = [a.strip() for a in args.apps.split(",") if a.strip()]
-    unknown = sorted(set(names) - set(APPS))
+    unknown = sorted(set(names) - set(APPS + OPT_IN))
     if unknown:
-        raise SystemExit(f"unknown app(s) {', '.join(unknown)}; choose from {', '.join(APPS)}")
+        raise SystemExit(f"unknown app(s) {', '.join(unknown)}; choose from {', '.join(APPS + OPT_IN)}")
     work = args.keep or Path(tempfile.mkdtemp(prefix="trajforge-eval-synth-"))
     work.mkdir(parents=True, exist_ok=True)
     everything: list[Any] = []
