@@ -230,17 +230,23 @@ const INLINE = {A: 1, ABBR: 1, B: 1, BDI: 1, BDO: 1, CITE: 1, CODE: 1, DATA: 1, 
 // code) in place, but not its block children's (each is an element of its own). Own text alone turns
 // "Trac is a <a>minimalistic</a> approach" into "Trac is a approach", which answers nobody's question. A block
 // without own text (a paragraph that only wraps a link) stays out, as before: the link is the element. A heading
-// does not: its words often sit in a span or a link (Trac's ticket title, MediaWiki's page title), and without
-// it the screen would be named by the next heading down ("Description").
+// whose words sit in a span does not (Trac's ticket title <h1><span>…</span></h1>; without it the screen was named
+// by the next heading down, "Description"); one that only wraps links stays out like the paragraph: a site's
+// brand link in an <h1> ("#! money?" on every I Hate Money screen) names no screen.
 const PERMALINK = /^\s*[¶§#🔗]\s*$/u;
 const HEADING_TAGS = {H1: 1, H2: 1, H3: 1, H4: 1, H5: 1, H6: 1};
 function flowText(el) {
-  if (!ownText(el) && !HEADING_TAGS[tagOf(el)]) return '';
-  let t = '';
-  (function walk(n) {
+  const own = !!ownText(el);
+  if (!own && !HEADING_TAGS[tagOf(el)]) return '';
+  let t = '', unlinked = own;
+  (function walk(n, inLink) {
     for (const c of P(n, 'childNodes')) {
       const type = P(c, 'nodeType');
-      if (type === 3) { t += P(c, 'nodeValue'); continue; }
+      if (type === 3) {
+        t += P(c, 'nodeValue');
+        if (!inLink && str(P(c, 'nodeValue')).trim()) unlinked = true;
+        continue;
+      }
       if (type !== 1) continue;
       const tag = tagOf(c);
       if (tag === 'BR') { t += ' '; continue; }
@@ -249,9 +255,10 @@ function flowText(el) {
       if (st.display === 'none' || st.visibility === 'hidden' || parseFloat(st.opacity) === 0) continue;
       // a heading's permalink mark ("Welcome to Trac ¶") is no part of its words
       if (tag === 'A' && PERMALINK.test(str(P(c, 'textContent')))) continue;
-      walk(c);
+      walk(c, inLink || tag === 'A');
     }
-  })(el);
+  })(el, false);
+  if (!unlinked) return '';
   return clean(t, TEXT_MAX);
 }
 function innerText(el) { return str(P(el, 'innerText')); }

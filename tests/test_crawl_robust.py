@@ -95,7 +95,8 @@ PAGES = {
         <div id="card">Card title<div id="inner">Nested block text</div></div>
         <p id="long">""" + "A long sentence about the project goes on. " * 8 + """</p>
         <h2 id="ticket"><span class="summary">Crash when the dialog closes</span></h2>
-        <h3 id="badges"><a href="/plain">#1</a> <span><a href="/plain">defect</a></span></h3>""",
+        <h3 id="badges"><a href="/plain">#1</a> <span><a href="/plain">defect</a></span></h3>
+        <h3 id="mixed"><a href="/plain">Ticket</a> <span>opened today</span></h3>""",
 }
 
 
@@ -175,9 +176,10 @@ def test_a_text_block_reads_with_its_inline_links_and_emphasis_but_not_its_block
     assert 300 < len(long) <= 400 and long.startswith("A long sentence about the project goes on.")
     # A heading whose words are all in inline children is still a heading: the screen's title.
     assert by_id["ticket"].role == "heading" and by_id["ticket"].text == "Crash when the dialog closes"
-    assert by_id["badges"].role == "heading" and by_id["badges"].text == "#1 defect"
+    assert by_id["mixed"].role == "heading" and by_id["mixed"].text == "Ticket opened today"
+    assert "badges" not in by_id  # only links (a brand link in an <h1>): the links are the elements
     assert [w.element.text for w in screen.widgets if w.element.role == "link"] == [
-        "¶", "minimalistic", "Only a link", "#1", "defect"]
+        "¶", "minimalistic", "Only a link", "#1", "defect", "Ticket"]
 
 
 def test_demo_app_history_page_with_shadowing_controls_is_crawled(
