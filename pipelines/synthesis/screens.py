@@ -185,7 +185,7 @@ IN_HEADING = re.compile(r"^(.*?(^|/)h[1-6]\[\d+\])/", re.IGNORECASE)
 
 def _same_heading(a: Element, b: Element) -> bool:
     m = IN_HEADING.match(a.path)
-    return bool(m) and b.path.startswith(m.group(1) + "/")
+    return m is not None and b.path.startswith(m.group(1) + "/")
 
 
 # A resource id written for code, not people: "red-ui-tab-info-link-button", "btn_save", "navBar", "item42".
