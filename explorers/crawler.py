@@ -55,7 +55,9 @@ from schemas.processes import process_start
 INPUT_TYPES = {ActionType.TYPE, ActionType.SELECT}
 POLICY_SNAPSHOT_EVERY = 10  # steps between saves of what the policy learned (and at the end of every run)
 LANDING_WAIT_S = 10.0  # how long a restart waits for an entry screen that offers nothing to act on to draw itself
-LANDING_IDLE_S = 0.5  # ... while it keeps loading: a screen that loaded nothing for this long is drawn as it is
+LANDING_IDLE_S = 2.0  # ... while it keeps loading: a screen that loaded nothing for this long is drawn as it is
+# (2 s, not 0.5: on a loaded machine Node-RED's editor parses its scripts for over half a second between fetches,
+# and a crawl of it then stopped at step 0, "every known state is fully explored", on a bare header)
 
 
 @dataclass
