@@ -236,6 +236,40 @@ def test_a_page_scrolled_past_its_heading_keeps_the_name_earlier_steps_gave_it()
     assert step_call(graph, alone, 0, "Open Groceries.", "en", "v").payload["screen"]["screen"] == ""
 
 
+def test_a_section_heading_scrolled_into_view_does_not_rename_the_page():
+    """After a scroll, the capture holds only what the viewport shows: a section heading at the foot of a table
+    ("Advanced export") is not the page's name. A tap that stays on the page and shows its own heading is."""
+    import dataclasses
+
+    from test_synth_toygraph import make_observation, notes_records
+
+    from pipelines.synthesis.calls import step_call
+    from pipelines.synthesis.goals import GoalPlan
+    from pipelines.synthesis.graph_input import build_graph
+    from schemas import Action
+
+    obs, transitions = notes_records()
+    top = next(o for o in obs if o.location.endswith("/notes"))
+    section = Element(id="notes-h2", role="heading", text="Advanced export", bbox=BBox(x1=10, y1=300, x2=200, y2=330))
+    scrolled = make_observation("notes", None, extra=[section], variant="-scrolled")
+    scrolled = scrolled.model_copy(update={"elements": [e.model_copy(update={"visible": e.id != "notes-h1"})
+                                                         for e in scrolled.elements]})
+    graph = build_graph("notes", [*obs, scrolled], transitions)
+    plan = next(p for p in plan_goals(graph) if p.kind == "item")
+    first = plan.steps[0]
+    scroll = Action(type="scroll", direction="down")
+
+    def with_first_action(action: Action) -> GoalPlan:
+        steps = [dataclasses.replace(first, observation_id=top.id, action=action),
+                 dataclasses.replace(first, observation_id=scrolled.id), *plan.steps[1:]]
+        return dataclasses.replace(plan, steps=steps)
+
+    after_scroll = step_call(graph, with_first_action(scroll), 1, "Open Groceries.", "en", "v")
+    assert after_scroll.payload["screen"]["screen"] == "Your notes"
+    after_tap = step_call(graph, with_first_action(first.action), 1, "Open Groceries.", "en", "v")
+    assert after_tap.payload["screen"]["screen"] == "Advanced export"
+
+
 def test_a_control_without_text_is_never_quoted_by_its_role():
     import copy
 

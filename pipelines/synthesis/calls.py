@@ -71,14 +71,19 @@ def screen_summary(obs: Observation) -> dict[str, Any]:
 
 def _screen_in_context(graph: AppGraph, plan: GoalPlan, index: int, obs: Observation) -> dict[str, Any]:
     """The screen as the agent knows it at this step: a page scrolled past its heading is still the page the
-    earlier steps named (same location), not an unnamed screen."""
+    earlier steps named (same location), not an unnamed screen — and not the section heading that scrolled
+    into view ("Advanced export" at the foot of a table is not the table's name). A capture holds only what
+    the viewport shows, so the name comes from the step before the scrolls."""
     summary = screen_summary(obs)
-    if summary["screen"]:
-        return summary
     here = location_path(obs)
+    only_scrolled = True
     for earlier in reversed(plan.steps[:index]):
         before = graph.observation(earlier.observation_id)
         if location_path(before) != here:
+            break
+        # A tap that stays on the page (a panel, a tab) may really rename it; scrolls never do.
+        only_scrolled = only_scrolled and ActionType(earlier.action.type) is ActionType.SCROLL
+        if summary["screen"] and not only_scrolled:
             break
         if screen_name(before):
             return {**summary, "screen": screen_name(before)}
