@@ -412,8 +412,16 @@ def test_a_heading_names_its_screen_without_its_inline_controls_or_a_result_coun
     assert heading(screen(h("m", "Custom Query (3 matches)", "body[1]/h1[1]", 10))) == "Custom Query"
     assert heading(screen(h("k", "Top 10 items to pack", "body[1]/h1[1]", 10))) == "Top 10 items to pack"
     # a record page's "table: key" title, said as a person would
-    assert heading(screen(h("r", "loans: 23", "body[1]/h1[1]", 10))) == "row 23 of loans"
+    assert heading(screen(h("r", "loans: 23", "body[1]/h1[1]", 10))) == "loans row 23"
     assert heading(screen(h("n", "Ticket #3: crash", "body[1]/h1[1]", 10))) == "Ticket #3: crash"
+    # a table of contents box first in document order names the box, not the page (Trac's WikiFormatting)
+    toc = screen(h("toc", "Table of Contents", "body[1]/div[1]/h4[1]", 10),
+                 h("t1", "WikiFormatting", "body[1]/h1[1]", 60))
+    assert heading(toc) == "WikiFormatting" and headings(toc) == ["WikiFormatting"]
+    # a diff page's title is nine words; the per-file heading under it is not the page's name
+    diff = screen(h("d1", "Changes between Version 1 and Version 2 of WikiStart", "body[1]/h1[1]", 10),
+                  h("d2", "TabularUnified WikiStart", "body[1]/ul[1]/li[1]/h2[1]", 300))
+    assert heading(diff) == "Changes between Version 1 and Version 2 of WikiStart"
 
 
 def test_a_page_an_image_link_opened_is_never_named_by_the_links_resource_id():
@@ -472,3 +480,29 @@ def test_names_in_style_capitals_are_written_as_a_person_types_them_and_timestam
         assert TIME_OF_DAY.search(stamped), stamped
     for plain in ("Ticket #12", "Psalm 23", "ratio 1:2:3", "2024-11-23", "Chapter 10"):
         assert not TIME_OF_DAY.search(plain), plain
+
+
+def test_a_page_opened_at_one_of_its_sections_makes_no_task_but_a_hash_route_does():
+    """Trac's logo opens ``/wiki/TracIni#header_logo-section``: the page title is scrolled away and the capture
+    holds the "[header_logo]" section, which no task may call a screen ("Show me the [header_logo] screen."). A
+    single-page app's hash route (``#/about``) names no element and is a screen of its own."""
+    from pipelines.synthesis.goals import Planner
+
+    def about_at(fragment: str, section_id: str) -> list[str]:
+        obs, transitions = notes_records()
+        moved = []
+        for o in obs:
+            if o.location.endswith("/about"):
+                els = [e.model_copy(update={"resource_id": section_id}) if e.role == "heading" else e
+                       for e in o.elements]
+                o = o.model_copy(update={"location": f"{o.location}#{fragment}", "elements": els})
+            moved.append(o)
+        planner = Planner(build_graph("notes", moved, transitions))
+        targets = [p.facts.target for p in planner.plans()]
+        refused = [reason for _p, reason, _d in planner.refused]
+        return [*targets, *(f"refused:{r}" for r in refused)]
+
+    at_section = about_at("credits-section", "credits-section")
+    assert "About this app" not in at_section and "refused:section_anchor" in at_section
+    routed = about_at("/about", "")
+    assert "About this app" in routed and "refused:section_anchor" not in routed

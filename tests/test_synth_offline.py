@@ -355,3 +355,27 @@ def test_a_screen_name_that_brings_its_own_article_gets_no_second_one() -> None:
     assert len(tasks) > 3  # several templates were drawn, "Show me the {target} screen." among them
     assert "Show me the Trac User and Administration Guide screen." in tasks
     assert not any("the The" in t or "The The" in t for t in tasks)
+
+
+def test_an_item_page_that_names_its_entry_differently_is_proved_by_its_own_heading() -> None:
+    """A roadmap links “Milestone: milestone1” to a page headed "Milestone milestone1": the goal cannot ask to
+    see the link's words there, or it fails on its own capture (and in every replay)."""
+    from test_synth_toygraph import notes_records
+
+    from pipelines.synthesis.graph_input import build_graph
+    from pipelines.synthesis.verify.goal import screen_text, shown
+
+    obs, transitions = notes_records()
+    renamed = [o.model_copy(update={"elements": [e.model_copy(update={"text": "Shopping list"})
+                                                 if e.id == "groceries-h1" else e for e in o.elements]})
+               if o.location.endswith("/notes/1") else o for o in obs]
+    graph = build_graph("notes", renamed, transitions)
+    plans = plan_goals(graph)
+    item = next(p for p in plans if p.kind == "item" and p.facts.target == "Groceries")
+    assert item.goal.must_show == ["Shopping list"]
+    for plan in plans:  # every goal holds on the capture it names
+        goal_obs = graph.observation(plan.goal.observation_id)
+        assert shown(plan.goal.must_show, screen_text(goal_obs)) == [], plan.goal
+    # Where the page repeats the entry's label, that label is the proof.
+    same = next(p for p in plan_goals(build_graph("notes", obs, transitions)) if p.kind == "item")
+    assert same.goal.must_show == [same.facts.target]

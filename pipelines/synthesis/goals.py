@@ -56,6 +56,7 @@ from pipelines.synthesis.screens import (
     spoken_label,
     texts_in,
 )
+from pipelines.synthesis.verify.goal import screen_text, shown
 from schemas import Action, ActionType, Element, Goal, GoalKind, Observation, Transition
 from schemas.base import stable_id
 
@@ -185,6 +186,16 @@ def _terminal(obs: Observation, answer: str = "") -> PlanStep:
     if answer:
         return PlanStep(StepRole.ANSWER, obs.id, Action(type=ActionType.ANSWER, text=answer), None, None)
     return PlanStep(StepRole.FINISH, obs.id, Action(type=ActionType.DONE), None, None)
+
+
+def _item_proof(item: str, goal_obs: Observation) -> list[str]:
+    """The text that proves the opened page is ``item``'s: the entry's own label where the page repeats it, else
+    the page's heading — a roadmap links “Milestone: milestone1” to a page headed "Milestone milestone1", and a
+    goal asking to see the link's words there could never hold, not even on its own capture."""
+    if not shown([item], screen_text(goal_obs)):
+        return [item]
+    name = heading(goal_obs)
+    return [name] if name else []
 
 
 def _item_of(nav: Navigator, hops: list[tuple[Transition, Anchored]], nav_links: set[str],
@@ -372,8 +383,25 @@ class Planner:
             if unclear:
                 self.refused.append((p, "ambiguous_target", unclear))
                 continue
+            section = self.section_landing(p)
+            if section:
+                self.refused.append((p, "section_anchor", section))
+                continue
             unique.append(p)
         return unique
+
+    def section_landing(self, plan: GoalPlan) -> str:
+        """Why ``plan`` shows a page opened at one of its sections ("" when none does): a link to
+        ``/wiki/TracIni#header_logo-section`` scrolls the page title away, the capture holds one section's
+        heading ("[header_logo]") and its rows, and neither a task nor a step can name the page from that. The
+        sign is a URL fragment that is the DOM id of an element on the capture; a hash route (``#/guide``,
+        docsify's) or a wiki's ``#Title`` permalink names no element and is a screen of its own."""
+        for s in plan.steps:
+            obs = self.graph.observation(s.observation_id)
+            fragment = urlparse(obs.location).fragment if "://" in obs.location else ""
+            if fragment and any(e.resource_id == fragment for e in obs.elements):
+                return f"step {plan.steps.index(s)} shows {obs.location} scrolled to the element #{fragment}"
+        return ""
 
     def _step_targets(self, plan: GoalPlan) -> Iterator[tuple[int, PlanStep, Observation, Element]]:
         """(index, step, its screen, the control it acts on) for every recorded step whose control is on its
@@ -494,7 +522,7 @@ class Planner:
         kind = GoalKind.ITEM if is_item else GoalKind.SCREEN
         nav_steps = _nav_steps(nav, hops, goal_obs)
         goal = Goal(kind=kind, state=state, observation_id=goal_obs.id, location=location_path(goal_obs),
-                    must_show=[item] if is_item else [], summary=f"{kind.value}: {facts.target}")
+                    must_show=_item_proof(item, goal_obs) if is_item else [], summary=f"{kind.value}: {facts.target}")
         plans.append(GoalPlan(g.app_id, goal, facts, [*nav_steps, _terminal(goal_obs)]))
         if is_item and target is not None:
             clean = nav.pollution.clean(goal_obs)

@@ -18,7 +18,7 @@ from pipelines.synthesis.injection import looks_like_injection
 from schemas import Element, Observation
 
 MAX_TEXT_CHARS = 80
-MAX_NAME_WORDS = 8
+MAX_NAME_WORDS = 10  # "Changes between Version 1 and Version 2 of WikiStart" is a page title; a sentence is not
 HEADING_ROLES = {"heading"}
 DIALOG_ROLES = {"dialog", "alertdialog"}
 CAPTION_ROLES = {"legend"}  # names a screen only where it has no heading
@@ -37,9 +37,17 @@ def clip(text: str, limit: int = MAX_TEXT_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+# The caption of a page's table of contents box (Trac's ``[[PageOutline]]``, MediaWiki's "Contents"): it names
+# the box, never the screen, though it often comes first in document order.
+CONTENTS_HEADING = re.compile(r"^\W*(table of contents|contents|on this page|in this article|inhalt|"
+                              r"inhaltsverzeichnis|sommaire|table des matières|contenido|índice|目录|目錄)\W*$",
+                              re.IGNORECASE)
+
+
 def _usable_name(text: str) -> bool:
     text = " ".join(text.split())
-    return bool(text) and len(text.split()) <= MAX_NAME_WORDS and not looks_like_injection(text)
+    return (bool(text) and len(text.split()) <= MAX_NAME_WORDS and not CONTENTS_HEADING.match(text)
+            and not looks_like_injection(text))
 
 
 # A heading that reports a count of results ("30 rows sorted by id descending", "3 matches") describes the
@@ -50,7 +58,8 @@ RESULT_COUNT = re.compile(rf"^\W*{COUNTED}", re.IGNORECASE)
 COUNT_TAIL = re.compile(rf"\s*(\(\s*{COUNTED}[^()]*\)|\s(returning|showing|with)\s+{COUNTED}.*)$", re.IGNORECASE)
 
 
-# A record page titled "table: key" (datasette's "loans: 2"): read as a person would say it, "row 2 of loans".
+# A record page titled "table: key" (datasette's "loans: 2"): read as a person would say it, "loans row 2" — a
+# name that also reads in the templates that wrap it ("the loans row 2 page", "I'm on the loans row 2 screen").
 RECORD_TITLE = re.compile(r"^(?P<table>[^\W\d][\w ]*?):\s*(?P<key>\d+)$")
 
 
@@ -68,7 +77,7 @@ def heading_text(obs: Observation, el: Element) -> str:
     text = COUNT_TAIL.sub("", text).strip()
     record = RECORD_TITLE.match(text)
     if record:
-        return f"row {record.group('key')} of {record.group('table')}"
+        return f"{record.group('table')} row {record.group('key')}"
     return "" if RESULT_COUNT.match(text) else text
 
 
