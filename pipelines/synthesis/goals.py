@@ -188,13 +188,15 @@ def _terminal(obs: Observation, answer: str = "") -> PlanStep:
     return PlanStep(StepRole.FINISH, obs.id, Action(type=ActionType.DONE), None, None)
 
 
-def _item_proof(item: str, goal_obs: Observation) -> list[str]:
+def _item_proof(item: str, before: Observation, goal_obs: Observation) -> list[str]:
     """The text that proves the opened page is ``item``'s: the entry's own label where the page repeats it, else
-    the page's heading — a roadmap links “Milestone: milestone1” to a page headed "Milestone milestone1", and a
-    goal asking to see the link's words there could never hold, not even on its own capture."""
+    the heading the tap brought up — a roadmap links “Milestone: milestone1” to a page headed "Milestone
+    milestone1", a wiki's settings link "Title of this TiddlyWiki" opens the tiddler "$:/SiteTitle" (whose site
+    title heading is on every screen and proves nothing). A goal asking to see the link's words there could never
+    hold, not even on its own capture."""
     if not shown([item], screen_text(goal_obs)):
         return [item]
-    name = heading(goal_obs)
+    name = next(iter(new_headings(before, goal_obs)), "") or heading(goal_obs)
     return [name] if name else []
 
 
@@ -522,7 +524,8 @@ class Planner:
         kind = GoalKind.ITEM if is_item else GoalKind.SCREEN
         nav_steps = _nav_steps(nav, hops, goal_obs)
         goal = Goal(kind=kind, state=state, observation_id=goal_obs.id, location=location_path(goal_obs),
-                    must_show=_item_proof(item, goal_obs) if is_item else [], summary=f"{kind.value}: {facts.target}")
+                    must_show=_item_proof(item, from_obs, goal_obs) if is_item else [],
+                    summary=f"{kind.value}: {facts.target}")
         plans.append(GoalPlan(g.app_id, goal, facts, [*nav_steps, _terminal(goal_obs)]))
         if is_item and target is not None:
             clean = nav.pollution.clean(goal_obs)
