@@ -506,3 +506,42 @@ def test_a_page_opened_at_one_of_its_sections_makes_no_task_but_a_hash_route_doe
     assert "About this app" not in at_section and "refused:section_anchor" in at_section
     routed = about_at("/about", "")
     assert "About this app" in routed and "refused:section_anchor" not in routed
+
+
+def test_a_long_list_gives_a_few_tasks_spread_over_it_and_the_rest_are_refused_with_a_reason():
+    """Nine notes in one list, eight of them opened by the crawl ("Trip to Kyoto" never was): four item tasks
+    (first, last and two between, by where they are drawn), the other four refused as list_quota naming the kept
+    ones; the app's other screens keep their tasks."""
+    from pipelines.synthesis.goals import MAX_PER_LIST, Planner
+
+    obs, transitions = notes_records()
+    notes = next(o for o in obs if o.location.endswith("/notes"))
+    titles = ["Groceries", "Trip to Kyoto", "Gift ideas", "Reading list", "Tax forms", "Garden", "Recipes",
+              "Packing", "Chores"]
+    links = [Element(id=f"note-{i + 1}", role="link", text=t, resource_id="note-link", clickable=True,
+                     path=f"body[1]/ul[1]/li[{i + 1}]/a[1]", bbox=BBox(x1=160, y1=95 + 18 * i, x2=380, y2=110 + 18 * i))
+             for i, t in enumerate(titles)]
+    listed = notes.model_copy(update={"elements": [e for e in notes.elements if e.resource_id != "note-link"] + links})
+    pages, edges = [], []
+    for i, link in enumerate(links[2:], start=2):
+        page = next(o for o in obs if o.location.endswith("/notes/1")).model_copy(update={
+            "id": f"obs-note-{i}", "location": f"http://127.0.0.1:8000/notes/page{i}", "exact_hash": f"x{i}",
+            "elements": [Element(id=f"h{i}", role="heading", text=link.text, bbox=BBox(x1=10, y1=10, x2=200, y2=40))]})
+        pages.append(page)
+        x, y = link.bbox.center
+        edges.append(Transition(
+            id=f"n{i}", run_id="run-1", app_id="notes", from_state="notes", to_state=f"note{i}",
+            from_observation_id=notes.id, to_observation_id=page.id, effective=True,
+            action=Action(type="click", x=x, y=y, image_width=notes.width, image_height=notes.height,
+                          target_element_id=link.id, target_bbox=link.bbox),
+            timestamp=T0 + timedelta(minutes=5, seconds=i)))
+    graph = build_graph("notes", [listed if o.id == notes.id else o for o in obs] + pages, transitions + edges)
+    planner = Planner(graph)
+    plans = planner.plans()
+    items = [p.facts.target for p in plans if p.kind == "item"]
+    assert items == ["Groceries", "Reading list", "Recipes", "Chores"] and len(items) == MAX_PER_LIST
+    quota = [(p.facts.target, d) for p, reason, d in planner.refused if reason == "list_quota" and p.kind == "item"]
+    assert sorted(t for t, _d in quota) == ["Garden", "Gift ideas", "Packing", "Tax forms"]
+    assert all("8 entries" in d and "“Groceries”" in d for _t, d in quota)
+    assert {t for t, _d in quota}.isdisjoint(items)
+    assert any(p.kind == "screen" and p.facts.target == "Settings" for p in plans)

@@ -41,6 +41,7 @@ from pipelines.synthesis.navigation import (
 )
 from pipelines.synthesis.screens import (
     HEADING_ROLES,
+    INDEX_RE,
     TEXT_ROLES,
     ElementKey,
     clip,
@@ -61,6 +62,9 @@ from schemas import Action, ActionType, Element, Goal, GoalKind, Observation, Tr
 from schemas.base import stable_id
 
 MAX_PLAN_STEPS = 14
+MAX_PER_LIST = 4  # plans that open entries of one list (rows of a table, settings of a panel), spread over it
+# A table cell's column: rows of one table are one list, but its id column and its title column are two.
+TABLE_COLUMN = re.compile(r"(?:^|/)(?:td|th)\[(\d+)\]")
 MIN_ANSWER_WORDS = 4
 MAX_ANSWER_CHARS = 300
 WORDY = re.compile(r"[^\W\d_]")  # a letter of any script
@@ -390,7 +394,51 @@ class Planner:
                 self.refused.append((p, "section_anchor", section))
                 continue
             unique.append(p)
-        return unique
+        return self.list_quota(unique)
+
+    def list_quota(self, plans: list[GoalPlan]) -> list[GoalPlan]:
+        """At most ``MAX_PER_LIST`` plans of one kind that end by tapping entries of the same list, spread over
+        the list as it is drawn (first, last and between); the rest are refused as ``list_quota``. A table's row
+        links make one goal per row — datasette's loans, members and authors tables gave 20 of 33 tasks, "Open
+        loans row 2" to "row 7" — which teaches one skill many times and drowns the app's other screens in a
+        training mix."""
+        families: dict[tuple[str, ...], list[tuple[tuple[float, float], GoalPlan]]] = {}
+        for p in plans:
+            found = self._list_entry(p)
+            if found is not None:
+                key, el = found
+                families.setdefault(key, []).append(((el.bbox.y1, el.bbox.x1), p))
+        dropped: set[int] = set()
+        for members in families.values():
+            if len(members) <= MAX_PER_LIST:
+                continue
+            drawn = [p for _at, p in sorted(members, key=lambda m: m[0])]
+            n = len(drawn)
+            keep = {round(i * (n - 1) / (MAX_PER_LIST - 1)) for i in range(MAX_PER_LIST)}
+            kept = ", ".join(f"“{drawn[i].facts.target}”" for i in sorted(keep))
+            for i, p in enumerate(drawn):
+                if i not in keep:
+                    dropped.add(id(p))
+                    self.refused.append((p, "list_quota", f"{n} entries of one list; kept {kept}"))
+        return [p for p in plans if id(p) not in dropped]
+
+    def _list_entry(self, plan: GoalPlan) -> tuple[tuple[str, ...], Element] | None:
+        """The list entry the plan's last tap opens, with its list's identity (kind, screen location, role,
+        resource id, list slot, table column); None when that tap is on no list (a form's submit, a navigation
+        bar's link)."""
+        if plan.goal.kind not in (GoalKind.SCREEN, GoalKind.ITEM, GoalKind.ANSWER):
+            return None
+        last = next((s for s in reversed(plan.steps) if s.edge_id and s.action.target_element_id), None)
+        if last is None:
+            return None
+        obs = self.graph.observation(last.observation_id)
+        el = obs.element(last.action.target_element_id or "")
+        if el is None or not siblings(obs, el):
+            return None
+        column = TABLE_COLUMN.findall(el.path)
+        key = (str(plan.goal.kind), location_path(obs), el.role, el.resource_id, INDEX_RE.sub("", el.path),
+               column[-1] if column else "")
+        return key, el
 
     def section_landing(self, plan: GoalPlan) -> str:
         """Why ``plan`` shows a page opened at one of its sections ("" when none does): a link to
