@@ -545,3 +545,18 @@ def test_a_long_list_gives_a_few_tasks_spread_over_it_and_the_rest_are_refused_w
     assert all("8 entries" in d and "“Groceries”" in d for _t, d in quota)
     assert {t for t, _d in quota}.isdisjoint(items)
     assert any(p.kind == "screen" and p.facts.target == "Settings" for p in plans)
+
+
+def test_an_answer_never_quotes_the_apps_pointer_to_its_own_help():
+    """Trac puts "Note: See TracReports for help on using and creating reports." under every report, worded per
+    kind of page (so no chrome test catches it); asked what an entry says, a person reads the entry, not that."""
+    from test_synth_toygraph import GROCERIES_TEXT
+
+    from pipelines.synthesis.goals import HELP_HINT
+
+    hint = Element(id="help", role="", text="Note: See NotesHelp for help on using and sharing your shopping lists.",
+                   path="body[1]/div[3]", bbox=BBox(x1=20, y1=200, x2=380, y2=230))
+    answer = _plans(notes_graph(extra={"groceries": [hint]}))[("answer", "Groceries")]
+    assert answer.goal.answer == GROCERIES_TEXT
+    assert all(HELP_HINT.search(t) for t in ("Tip: press ? for shortcuts", "See TracRoadmap for help on roadmaps"))
+    assert not any(HELP_HINT.search(t) for t in (GROCERIES_TEXT, "Notes: buy milk", "See you at the lake"))

@@ -77,6 +77,11 @@ TAGLINE = re.compile(r"^(?=(?:\S+\s+){4}\S).*(?:[,;]\s|[.!]$)")
 # The web capture's text limits (a name, a text block: ``explorers/web_script.py``): a text exactly this long
 # may have been cut there, mid-word.
 CAPTURE_LIMITS = (120, 400)
+# A pointer to the app's documentation ("Note: See TracReports for help on using and creating reports.", under
+# every report; "Tip: …"): each kind of page words it differently, so it escapes the chrome test (the same text at
+# several places), but it is the app talking about itself, never what an item says.
+HELP_HINT = re.compile(r"^\W*(note|tip|hint|hinweis|提示|注意)\s*[:：]|\bfor (more )?(help|information|details) "
+                       r"(on|about)\b|\bsee \S+ for (help|more|details)\b", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"[.!?。！？](?:[\"”’)\]]*)(?=\s|$)")
 EDIT_WORDS = re.compile(r"\b(edit|rename|change|update|modify)\b|编辑|修改|更改", re.IGNORECASE)
 CREATE_WORDS = re.compile(r"\b(new|create|add|compose)\b|新建|创建|添加", re.IGNORECASE)
@@ -310,6 +315,8 @@ def _answer_text(obs: Observation, pollution_free: bool, chrome: set[str], ancho
     for e in obs.elements:
         text = " ".join(e.text.split())
         if not (e.role in TEXT_ROLES and not e.clickable and e.visible and text not in chrome):
+            continue
+        if HELP_HINT.search(text):
             continue
         span = answer_span(text)
         if len(span.split()) >= MIN_ANSWER_WORDS and len(span) > len(best):
