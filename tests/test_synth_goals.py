@@ -560,3 +560,20 @@ def test_an_answer_never_quotes_the_apps_pointer_to_its_own_help():
     assert answer.goal.answer == GROCERIES_TEXT
     assert all(HELP_HINT.search(t) for t in ("Tip: press ? for shortcuts", "See TracRoadmap for help on roadmaps"))
     assert not any(HELP_HINT.search(t) for t in (GROCERIES_TEXT, "Notes: buy milk", "See you at the lake"))
+
+
+def test_a_screen_named_like_the_start_screen_is_no_task():
+    """Trac's /wiki is its WikiStart page: "Take me to Welcome to Trac." asked for the screen the task starts on."""
+    from pipelines.synthesis.goals import Planner
+    from pipelines.synthesis.screens import heading
+
+    obs, transitions = notes_records()
+    graph = build_graph("notes", obs, transitions)
+    start = heading(graph.observation(next(iter(plan_goals(graph))).steps[0].observation_id))
+    renamed = [o.model_copy(update={"elements": [e.model_copy(update={"text": start}) if e.role == "heading" else e
+                                                 for e in o.elements]})
+               if o.location.endswith("/about") else o for o in obs]
+    planner = Planner(build_graph("notes", renamed, transitions))
+    targets = [p.facts.target for p in planner.plans()]
+    assert "About this app" not in targets and start not in targets
+    assert any(r == "already_there" and start in d for _p, r, d in planner.refused)

@@ -396,6 +396,11 @@ class Planner:
             if unclear:
                 self.refused.append((p, "ambiguous_target", unclear))
                 continue
+            if p.goal.kind == GoalKind.SCREEN and not p.facts.item and p.facts.target.casefold() == heading(
+                    self.graph.observation(p.steps[0].observation_id)).casefold():
+                # Trac's /wiki is WikiStart: "Take me to Welcome to Trac." from "Welcome to Trac" asks for nothing
+                self.refused.append((p, "already_there", f"the start screen is already “{p.facts.target}”"))
+                continue
             section = self.section_landing(p)
             if section:
                 self.refused.append((p, "section_anchor", section))
