@@ -382,3 +382,27 @@ def test_an_item_page_that_names_its_entry_differently_is_proved_by_its_own_head
     # Where the page repeats the entry's label, that label is the proof.
     same = next(p for p in plan_goals(build_graph("notes", obs, transitions)) if p.kind == "item")
     assert same.goal.must_show == [same.facts.target]
+
+
+def test_the_apps_own_title_on_every_screen_never_names_a_step_screen():
+    """TiddlyWiki shows its site title ("My TiddlyWiki", an h1) first on every screen: the steps said "This is My
+    TiddlyWiki." throughout and "I'm on the My TiddlyWiki screen" with the control panel open. The screen is named
+    by its own heading; the site title only where there is no other."""
+    from test_synth_toygraph import notes_records
+
+    from pipelines.synthesis.calls import screen_name, step_call
+    from pipelines.synthesis.graph_input import build_graph
+
+    obs, transitions = notes_records()
+    site = Element(id="site", role="heading", text="Notes app", bbox=BBox(x1=300, y1=0, x2=399, y2=9))
+    titled = [o.model_copy(update={"elements": [site, *o.elements]}) for o in obs]
+    graph = build_graph("notes", titled, transitions)
+    assert graph.site_titles == frozenset({"Notes app"})
+    plan = next(p for p in plan_goals(graph) if p.kind == "screen" and p.facts.target == "Settings")
+    screens = [step_call(graph, plan, i, "Open Settings.", "en", "v").payload["screen"]["screen"]
+               for i in range(len(plan.steps))]
+    assert screens[0] == "Your notes" and screens[-1] == "Settings" and "Notes app" not in screens
+    bare = titled[0].model_copy(update={"elements": [site]})
+    assert screen_name(bare, graph.site_titles) == "Notes app"
+    # On an app whose screens each show their own title, nothing is a site title.
+    assert build_graph("notes", obs, transitions).site_titles == frozenset()

@@ -60,13 +60,15 @@ def render_data(data: Any) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e")
 
 
-def screen_name(obs: Observation) -> str:
-    """What a person would call the screen: its heading ("" when it has none: never a URL segment)."""
-    return heading(obs)
+def screen_name(obs: Observation, site: frozenset[str] = frozenset()) -> str:
+    """What a person would call the screen: its heading ("" when it has none: never a URL segment), passing over
+    the app's own title (``site``, ``AppGraph.site_titles``) while the screen has another."""
+    return heading(obs, site)
 
 
-def screen_summary(obs: Observation) -> dict[str, Any]:
-    return {"screen": screen_name(obs), "location": location_path(obs), "texts": visible_texts(obs, MAX_TEXTS)}
+def screen_summary(obs: Observation, site: frozenset[str] = frozenset()) -> dict[str, Any]:
+    return {"screen": screen_name(obs, site), "location": location_path(obs),
+            "texts": visible_texts(obs, MAX_TEXTS)}
 
 
 def _screen_in_context(graph: AppGraph, plan: GoalPlan, index: int, obs: Observation) -> dict[str, Any]:
@@ -74,7 +76,8 @@ def _screen_in_context(graph: AppGraph, plan: GoalPlan, index: int, obs: Observa
     earlier steps named (same location), not an unnamed screen — and not the section heading that scrolled
     into view ("Advanced export" at the foot of a table is not the table's name). A capture holds only what
     the viewport shows, so the name comes from the step before the scrolls."""
-    summary = screen_summary(obs)
+    site = graph.site_titles
+    summary = screen_summary(obs, site)
     here = location_path(obs)
     only_scrolled = True
     for earlier in reversed(plan.steps[:index]):
@@ -85,8 +88,8 @@ def _screen_in_context(graph: AppGraph, plan: GoalPlan, index: int, obs: Observa
         only_scrolled = only_scrolled and ActionType(earlier.action.type) is ActionType.SCROLL
         if summary["screen"] and not only_scrolled:
             break
-        if screen_name(before):
-            return {**summary, "screen": screen_name(before)}
+        if screen_name(before, site):
+            return {**summary, "screen": screen_name(before, site)}
     return summary
 
 
@@ -147,8 +150,8 @@ def task_call(graph: AppGraph, plan: GoalPlan, language: str, variant: str) -> C
         "language": language,
         "app_id": graph.app_id,
         "goal": goal_payload(plan),
-        "start": screen_summary(first),
-        "end": screen_summary(last),
+        "start": screen_summary(first, graph.site_titles),
+        "end": screen_summary(last, graph.site_titles),
         "steps": [{"role": s.role, "action": action_payload(s.action), "target": s.target_label}
                   for s in plan.steps],
         "variant": variant,

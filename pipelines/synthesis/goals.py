@@ -197,7 +197,7 @@ def _terminal(obs: Observation, answer: str = "") -> PlanStep:
     return PlanStep(StepRole.FINISH, obs.id, Action(type=ActionType.DONE), None, None)
 
 
-def _item_proof(item: str, before: Observation, goal_obs: Observation) -> list[str]:
+def _item_proof(item: str, before: Observation, goal_obs: Observation, site: frozenset[str]) -> list[str]:
     """The text that proves the opened page is ``item``'s: the entry's own label where the page repeats it, else
     the heading the tap brought up — a roadmap links “Milestone: milestone1” to a page headed "Milestone
     milestone1", a wiki's settings link "Title of this TiddlyWiki" opens the tiddler "$:/SiteTitle" (whose site
@@ -205,7 +205,7 @@ def _item_proof(item: str, before: Observation, goal_obs: Observation) -> list[s
     hold, not even on its own capture."""
     if not shown([item], screen_text(goal_obs)):
         return [item]
-    name = next(iter(new_headings(before, goal_obs)), "") or heading(goal_obs)
+    name = next(iter(new_headings(before, goal_obs)), "") or heading(goal_obs, site)
     return [name] if name else []
 
 
@@ -236,7 +236,7 @@ def _item_of(nav: Navigator, hops: list[tuple[Transition, Anchored]], nav_links:
                 return "", ""  # a facet ("Colombia" in a country column) filters the list, it opens no entry
             # The list's heading names its entries only when the entry opens among the list's own pages: a
             # loans table's book link ("A Wizard of Earthsea") opens a book, not a loan.
-            noun = noun_from_heading(heading(obs)) if page is None or _within(obs, page) else ""
+            noun = noun_from_heading(heading(obs, g.site_titles)) if page is None or _within(obs, page) else ""
             return clip(spoken_label(el)), noun
     return "", ""
 
@@ -397,7 +397,7 @@ class Planner:
                 self.refused.append((p, "ambiguous_target", unclear))
                 continue
             if p.goal.kind == GoalKind.SCREEN and not p.facts.item and p.facts.target.casefold() == heading(
-                    self.graph.observation(p.steps[0].observation_id)).casefold():
+                    self.graph.observation(p.steps[0].observation_id), self.graph.site_titles).casefold():
                 # Trac's /wiki is WikiStart: "Take me to Welcome to Trac." from "Welcome to Trac" asks for nothing
                 self.refused.append((p, "already_there", f"the start screen is already “{p.facts.target}”"))
                 continue
@@ -516,7 +516,7 @@ class Planner:
         so the menu opened over the notes list and over Settings is one "open the menu" goal."""
         if overlay:
             return ("overlay", overlay, True)
-        return (location_path(obs), heading(obs), has_dialog(obs))
+        return (location_path(obs), heading(obs, self.graph.site_titles), has_dialog(obs))
 
     def screen_plans(self) -> list[GoalPlan]:
         g, nav = self.graph, self.nav
@@ -584,7 +584,7 @@ class Planner:
         kind = GoalKind.ITEM if is_item else GoalKind.SCREEN
         nav_steps = _nav_steps(nav, hops, goal_obs)
         goal = Goal(kind=kind, state=state, observation_id=goal_obs.id, location=location_path(goal_obs),
-                    must_show=_item_proof(item, from_obs, goal_obs) if is_item else [],
+                    must_show=_item_proof(item, from_obs, goal_obs, g.site_titles) if is_item else [],
                     summary=f"{kind.value}: {facts.target}")
         plans.append(GoalPlan(g.app_id, goal, facts, [*nav_steps, _terminal(goal_obs)]))
         if is_item and target is not None:
@@ -619,7 +619,7 @@ class Planner:
         # a heading that ends in a colon labels a block ("Download in other formats:"), it names no screen
         fresh = [h for h in new_headings(before, after) if not h.rstrip().endswith(":")]
         if has_dialog(after) and not has_dialog(before):
-            name = heading(after) or (clip(spoken_label(target)) if target is not None else "")
+            name = heading(after, self.graph.site_titles) or (clip(spoken_label(target)) if target is not None else "")
             return (name, "overlay") if name else None
         if target is not None and target.role == "tab":
             return (clip(spoken_label(target)), "tab") if spoken_label(target) else None
@@ -628,7 +628,7 @@ class Planner:
             # the link's resource id: Trac's image-only "logo" link opens its configuration help, which no one
             # would call "logo".
             said = " ".join((target.text or target.content_desc).split()) if target is not None else ""
-            name = heading(after) or (fresh[0] if fresh else "") or clip(said)
+            name = heading(after, self.graph.site_titles) or (fresh[0] if fresh else "") or clip(said)
             return (name, "page") if name else None
         if fresh:  # the same page with something new opened in it (a tiddler, a section): named by that
             return fresh[0], "page"
@@ -668,7 +668,7 @@ class Planner:
         if start_obs is None or not nav.pollution.clean(dest, typed):
             return None
         steps = _nav_steps(nav, hops, start_obs) if hops else []
-        facts = GoalFacts(form=heading(start_obs), commit=clip(target_label(g, commit)))
+        facts = GoalFacts(form=heading(start_obs, g.site_titles), commit=clip(target_label(g, commit)))
         facts.item, facts.noun = _item_of(nav, hops, self.nav_links)
         for f in fills:
             obs = g.observation(f.from_observation_id)
@@ -703,7 +703,8 @@ class Planner:
         values = [v for _, v in facts.fields]
         shown = texts_in(values, dest)
         if facts.fields and not facts.choices:
-            same_form = location_path(dest) == location_path(start_obs) and heading(dest) == heading(start_obs)
+            same_form = (location_path(dest) == location_path(start_obs)
+                         and heading(dest, g.site_titles) == heading(start_obs, g.site_titles))
             if same_form or not shown:
                 return None  # the submit did not go through (validation error) or shows nothing it saved
             kind = GoalKind.EDIT if (facts.item or EDIT_WORDS.search(facts.form)) else GoalKind.CREATE

@@ -17,12 +17,14 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import TypeVar
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from pipelines.synthesis.screens import site_titles
 from schemas import Observation, Reject, Transition
 from schemas.arrow import kind_of
 from schemas.jsontext import loads
@@ -74,6 +76,12 @@ class AppGraph:
         """The first capture of a state (the one whose coordinates most edges out of it refer to)."""
         ids = self.state_observations.get(state) or []
         return self.observations.get(ids[0]) if ids else None
+
+    @cached_property
+    def site_titles(self) -> frozenset[str]:
+        """The app's own title headings, on (nearly) every state (``screens.site_titles``): never a screen's name."""
+        return site_titles([self.observations[i] for i in ids if i in self.observations]
+                           for ids in self.state_observations.values())
 
     def parallel_edges(self, edge: Transition) -> list[Transition]:
         """Every other effective edge from the same state to the same next state (equally correct actions)."""

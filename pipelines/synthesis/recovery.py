@@ -57,8 +57,8 @@ def _label(obs: Observation, action: Action) -> tuple[str, str]:
     return (el.label, el.role) if el is not None else ("", "")
 
 
-def _named(t: dict[str, str], kind: str, obs: Observation) -> str:
-    name = heading(obs)
+def _named(t: dict[str, str], kind: str, obs: Observation, site: frozenset[str]) -> str:
+    name = heading(obs, site)
     return t[kind].format(name=name) if name else t[f"{kind}_unnamed"]
 
 
@@ -123,8 +123,8 @@ def recovery_trajectories(graph: AppGraph, trajs: list[Trajectory], prompts: Pro
                 if not wrong_label or wrong_label == intended:
                     continue
                 back = _back_to(nav, graph, wrong.to_state, w_obs, edge.from_state)
-                expected = _named(t, "expected", obs)
-                reflection = t["reflection"].format(wrong=wrong_label, got=_named(t, "got", w_obs),
+                expected = _named(t, "expected", obs, graph.site_titles)
+                reflection = t["reflection"].format(wrong=wrong_label, got=_named(t, "got", w_obs, graph.site_titles),
                                                     intended=intended)
                 if ActionType(back.type) is ActionType.NAVIGATE_BACK:
                     fix = t["back"].format(expected=expected, intended=intended)

@@ -92,11 +92,14 @@ def _heading_names(obs: Observation, roles: set[str]) -> list[tuple[Element, str
     return out
 
 
-def heading(obs: Observation) -> str:
+def heading(obs: Observation, skip: frozenset[str] = frozenset()) -> str:
     """The screen's own title: an open dialog's heading first, else the first visible heading, else a form's
-    caption ("" if none)."""
+    caption ("" if none). Headings in ``skip`` (the app's own title, ``site_titles``) come last: they name
+    the app on every screen, and only a screen with no other heading is called by them."""
     dialogs = [e for e in obs.elements if e.role in DIALOG_ROLES and e.visible]
     named = _heading_names(obs, HEADING_ROLES)
+    if skip:
+        named = [(e, n) for e, n in named if clip(n) not in skip] + [(e, n) for e, n in named if clip(n) in skip]
     for d in dialogs:
         inside = [name for h, name in named if d.bbox.contains(*h.bbox.center)]
         if inside:
@@ -109,6 +112,26 @@ def heading(obs: Observation) -> str:
     # person reading the screen would call it.
     captions = _heading_names(obs, CAPTION_ROLES)
     return clip(captions[0][1]) if captions else ""
+
+
+SITE_TITLE_SHARE = 0.8  # of an app's states
+SITE_TITLE_MIN_STATES = 5  # below this, a heading on every state may just be a small app's one list
+
+
+def site_titles(states: Iterable[Iterable[Observation]]) -> frozenset[str]:
+    """Headings shown on (nearly) every state of an app: a single-page app's own title ("My TiddlyWiki", the
+    sidebar ``h1`` of every TiddlyWiki screen). They name the app, not a screen — reasoning that reads "This is My
+    TiddlyWiki." at every step, and "I'm on the My TiddlyWiki screen" once the control panel is open, tells the
+    agent nothing. ``states`` holds each state's captures."""
+    counts: dict[str, int] = {}
+    n = 0
+    for captures in states:
+        n += 1
+        for name in {h for obs in captures for h in headings(obs)}:
+            counts[name] = counts.get(name, 0) + 1
+    if n < SITE_TITLE_MIN_STATES:
+        return frozenset()
+    return frozenset(h for h, c in counts.items() if c >= SITE_TITLE_SHARE * n)
 
 
 def headings(obs: Observation) -> list[str]:
