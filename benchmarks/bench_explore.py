@@ -106,7 +106,7 @@ from explorers.profiles import VIEWPORTS, Profile  # noqa: E402
 from explorers.scripts import log_in, run_step  # noqa: E402
 from explorers.sessions import EndpointSpec, open_device  # noqa: E402
 from explorers.store import GraphStore  # noqa: E402
-from tests import thirdparty, thirdparty_apps  # noqa: E402
+from tests import app_resets, thirdparty, thirdparty_apps  # noqa: E402
 
 DEMO_LOGIN = login_script()
 RAW_CLICKABLE = "a[href], button, input, select, textarea, [role=button], [role=link], [onclick], summary, label"
@@ -391,21 +391,22 @@ def unintended_writes(run: AppRun) -> list[str]:
         return thirdparty.changed_rows(run.baseline, thirdparty_apps.node_red_flows(run.data))
     if run.kind == "docsify":
         return []
-    return [f"tiddler:{title}" for title, rev in run.baseline.items() if _tiddler_revision(run.proc.url, title) != rev]
+    return [f"tiddler:{title}" for title, rev in run.baseline.items()
+            if title not in TIDDLYWIKI_UI_STATE and _tiddler_revision(run.proc.url, title) != rev]
+
+
+# What TiddlyWiki's browser client saves to the server as the reader moves around: the open tiddlers (the story)
+# and the navigation history. Loading the wiki in a browser is enough to write $:/StoryList (its revision went
+# 1 -> 2 with no click at all), so they are the wiki's record of where the reader is, not data a crawl damaged.
+TIDDLYWIKI_UI_STATE = frozenset({"$:/StoryList", "$:/HistoryList"})
 
 
 def _tiddler_revision(url: str, title: str) -> str | None:
-    """One stored tiddler's revision, ``None`` when it is gone. Read by title, because the seed snapshot holds
-    system tiddlers (``$:/StoryList``, ``$:/DefaultTiddlers``) that the server's ``tiddlers.json`` never lists:
-    comparing with that list reported every system tiddler of the seed as removed."""
-    quoted = urllib.parse.quote(title, safe="")
-    try:
-        with urllib.request.urlopen(f"{url}/recipes/default/tiddlers/{quoted}", timeout=30) as r:
-            return str(json.loads(r.read()).get("revision", ""))
-    except urllib.error.HTTPError as exc:
-        if exc.code == 404:
-            return None
-        raise
+    """One stored tiddler's revision, ``None`` when it is gone (read by title: the seed snapshot holds system
+    tiddlers that the server's ``tiddlers.json`` never lists, and comparing with that list reported every system
+    tiddler of the seed as removed)."""
+    tiddler = app_resets.stored_tiddler(url, title)
+    return None if tiddler is None else str(tiddler.get("revision", ""))
 
 
 @dataclass

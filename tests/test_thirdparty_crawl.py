@@ -26,6 +26,7 @@ from explorers.profiles import VIEWPORTS, Profile
 from explorers.sessions import EndpointSpec
 from explorers.store import GraphStore
 from tests import thirdparty
+from tests.app_resets import stored_tiddler
 
 STEPS = 14
 
@@ -155,6 +156,11 @@ def test_the_wiki_reset_undoes_system_tiddlers_too(tmp_path: Path, server_log_di
                 return str(json.loads(r.read()).get("text", ""))
 
         seeded = thirdparty.tiddler_titles(proc.url)
+        story = stored_tiddler(proc.url, "$:/StoryList")
+        assert story is not None  # the seed holds it: a system tiddler the server's list leaves out
+        run_reset(ResetConfig.model_validate(thirdparty.tiddlywiki_reset(proc.url, wiki)))
+        after = stored_tiddler(proc.url, "$:/StoryList")
+        assert after is not None and after.get("revision") == story.get("revision")  # nothing changed: nothing written
         put("$:/DefaultTiddlers", "[list[$:/StoryList]]")
         put("Junk page", "typed by a crawl")
         assert text("$:/DefaultTiddlers") == "[list[$:/StoryList]]"
