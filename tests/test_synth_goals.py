@@ -414,6 +414,10 @@ def test_a_heading_names_its_screen_without_its_inline_controls_or_a_result_coun
     # a record page's "table: key" title, said as a person would
     assert heading(screen(h("r", "loans: 23", "body[1]/h1[1]", 10))) == "loans row 23"
     assert heading(screen(h("n", "Ticket #3: crash", "body[1]/h1[1]", 10))) == "Ticket #3: crash"
+    # an empty list's message names no screen; a title that starts with "No" does
+    assert heading(screen(h("e", "No bills", "body[1]/h2[1]", 10))) == ""
+    assert heading(screen(h("e2", "No results found.", "body[1]/h2[1]", 10))) == ""
+    assert heading(screen(h("b", "No Longer at Ease", "body[1]/h1[1]", 10))) == "No Longer at Ease"
     # a table of contents box first in document order names the box, not the page (Trac's WikiFormatting)
     toc = screen(h("toc", "Table of Contents", "body[1]/div[1]/h4[1]", 10),
                  h("t1", "WikiFormatting", "body[1]/h1[1]", 60))
@@ -577,3 +581,26 @@ def test_a_screen_named_like_the_start_screen_is_no_task():
     targets = [p.facts.target for p in planner.plans()]
     assert "About this app" not in targets and start not in targets
     assert any(r == "already_there" and start in d for _p, r, d in planner.refused)
+
+
+def test_a_link_outside_every_form_submits_nothing():
+    """I Hate Money's empty bill list shows "Add your first bill" below its search box: typing a search term and
+    following that link read as a submit ("Create a bill with search “alice”."). A link sends no field unless it
+    sits inside the form; there it may be the form's submit."""
+    from pipelines.synthesis.navigation import is_commit
+
+    def graph_with_link_at(path: str):
+        obs, transitions = notes_records()
+        settings = next(o for o in obs if o.location.endswith("/settings"))
+        relabelled = settings.model_copy(update={"elements": [
+            e.model_copy(update={"text": "Save and continue", "path": path}) if e.id == "about-link"
+            else e.model_copy(update={"editable": True, "path": "body[1]/form[1]/input[1]"}) if e.id == "theme"
+            else e for e in settings.elements]})
+        return build_graph("notes", [relabelled if o.id == settings.id else o for o in obs], transitions)
+
+    outside = graph_with_link_at("body[1]/div[2]/a[1]")
+    edge = next(t for t in outside.transitions if t.id == "e14")
+    assert not is_commit(outside, edge) and ("screen", "About this app") in _plans(outside)
+    inside = graph_with_link_at("body[1]/form[1]/a[1]")
+    assert is_commit(inside, next(t for t in inside.transitions if t.id == "e14"))
+    assert ("screen", "About this app") not in _plans(inside)

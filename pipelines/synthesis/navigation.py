@@ -88,6 +88,10 @@ def is_commit(graph: AppGraph, edge: Transition) -> bool:
     if form:  # a submit belongs to the form whose fields it sends
         prefix = form.group(1)
         return any(e.visible and (e.editable or e.checkable) and e.path.startswith(prefix) for e in obs.elements)
+    if el is not None and el.role == "link" and el.path:
+        # A link outside every form sends no field: I Hate Money's empty bill list offers "Add your first bill"
+        # under its search box, and typing a search term then following it read as "Create a bill with search".
+        return False
     return _fields(obs) > 0
 
 

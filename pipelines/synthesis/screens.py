@@ -58,6 +58,12 @@ RESULT_COUNT = re.compile(rf"^\W*{COUNTED}", re.IGNORECASE)
 COUNT_TAIL = re.compile(rf"\s*(\(\s*{COUNTED}[^()]*\)|\s(returning|showing|with)\s+{COUNTED}.*)$", re.IGNORECASE)
 
 
+# An empty list's message in a heading ("No bills", "No results found", "暂无数据"): it says what a filter or a
+# new project holds right now, it names no screen ("Take me to No bills.").
+EMPTY_STATE = re.compile(r"^\W*(no\s+\S+(\s+(yet|found|here|available|to (show|display)))?|nothing (here|found|to "
+                         r"show)( yet)?|暂无\S*|没有\S*)\W*$", re.IGNORECASE)
+
+
 # A record page titled "table: key" (datasette's "loans: 2"): read as a person would say it, "loans row 2" — a
 # name that also reads in the templates that wrap it ("the loans row 2 page", "I'm on the loans row 2 screen").
 RECORD_TITLE = re.compile(r"^(?P<table>[^\W\d][\w ]*?):\s*(?P<key>\d+)$")
@@ -78,7 +84,7 @@ def heading_text(obs: Observation, el: Element) -> str:
     record = RECORD_TITLE.match(text)
     if record:
         return f"{record.group('table')} row {record.group('key')}"
-    return "" if RESULT_COUNT.match(text) else text
+    return "" if RESULT_COUNT.match(text) or EMPTY_STATE.match(text) else text
 
 
 def _heading_names(obs: Observation, roles: set[str]) -> list[tuple[Element, str]]:
