@@ -372,11 +372,12 @@ def test_a_language_switch_is_no_way_to_get_somewhere_and_a_tagline_names_no_scr
     observations, transitions = notes_records(extra={"notes": [lang]})
     notes = next(o for o in observations if o.location.endswith("/notes"))
     about = next(o for o in observations if o.location.endswith("/about"))
+    about_later = about.model_copy(update={"id": "obs-about-after-switch", "timestamp": T0 + timedelta(seconds=99)})
     switch = Transition(id="e16", run_id="run-1", app_id="notes", from_state="notes", to_state="about",
-                        from_observation_id=notes.id, to_observation_id=about.id, effective=True,
+                        from_observation_id=notes.id, to_observation_id=about_later.id, effective=True,
                         action=Action(type="click", x=340, y=275, image_width=400, image_height=300,
                                       target_element_id="lang-de"), timestamp=T0 + timedelta(seconds=99))
-    plans = {(p.kind, p.facts.target): p for p in plan_goals(build_graph("notes", observations,
+    plans = {(p.kind, p.facts.target): p for p in plan_goals(build_graph("notes", [*observations, about_later],
                                                                            [*transitions, switch]))}
     assert plans[("screen", "About this app")].edge_ids == ("e05", "e14")
 
@@ -604,3 +605,55 @@ def test_a_link_outside_every_form_submits_nothing():
     inside = graph_with_link_at("body[1]/form[1]/a[1]")
     assert is_commit(inside, next(t for t in inside.transitions if t.id == "e14"))
     assert ("screen", "About this app") not in _plans(inside)
+
+
+def test_screens_seen_after_the_crawler_switched_the_language_are_no_route():
+    """The crawler tapped "Deutsch" on Settings; the German capture of Settings is the same state (a screen with few
+    words of its own), and from it the brand link led to the German note list. A fresh app speaks English, so no
+    task may route through the German capture ("Take me to Deine Notizen." asked for words nobody sees). Landing
+    on the entry screen again ends the switched session: what the crawler did after that counts."""
+    from pipelines.synthesis.navigation import switched_captures
+
+    obs, transitions = notes_records()
+    by_id = {o.id: o for o in obs}
+    settings = next(o for o in obs if o.location.endswith("/settings"))
+    notes = next(o for o in obs if o.location.endswith("/notes"))
+    brand = Element(id="brand", role="link", text="Demo Notes", resource_id="brand",
+                    bbox=BBox(x1=10, y1=270, x2=90, y2=290))
+    deutsch = Element(id="lang-de", role="link", text="Deutsch", bbox=BBox(x1=300, y1=270, x2=380, y2=290))
+    settings_en = settings.model_copy(update={"elements": [*settings.elements, brand, deutsch]})
+    german = {"Settings": "Einstellungen", "Theme": "Design", "About": "Über", "All notes": "Alle Notizen"}
+    settings_de = settings_en.model_copy(update={"id": "obs-settings-de", "timestamp": T0 + timedelta(seconds=100),
+                                                 "elements": [e.model_copy(update={"text": german.get(e.text, e.text)})
+                                                              for e in settings_en.elements]})
+    notes_de = notes.model_copy(update={"id": "obs-notes-de", "timestamp": T0 + timedelta(seconds=101),
+                                        "elements": [e.model_copy(update={"text": "Deine Notizen"})
+                                                     if e.role == "heading" else e for e in notes.elements]})
+    by_id[settings.id] = settings_en
+    lang = click("settings", "about-link").model_copy(update={"target_element_id": "lang-de",
+                                                             "target_bbox": deutsch.bbox})
+    via_brand = lang.model_copy(update={"target_element_id": "brand", "target_bbox": brand.bbox})
+    extra = [
+        Transition(id="e20", run_id="run-1", app_id="notes", from_state="settings", to_state="settings",
+                   from_observation_id=settings.id, to_observation_id=settings_de.id, action=lang,
+                   timestamp=T0 + timedelta(seconds=100)),
+        Transition(id="e21", run_id="run-1", app_id="notes", from_state="settings", to_state="notes-de",
+                   from_observation_id=settings_de.id, to_observation_id=notes_de.id, action=via_brand,
+                   timestamp=T0 + timedelta(seconds=101)),
+    ]
+    graph = build_graph("notes", [*by_id.values(), settings_de, notes_de], [*transitions, *extra])
+    assert switched_captures(graph) == {settings_de.id, notes_de.id}
+    nav = Navigator(graph)
+    assert "notes-de" not in nav.dist and nav.clean_capture("settings").id == settings.id
+    targets = {t for _k, t in _plans(graph)}
+    assert "Deine Notizen" not in targets and {"Settings", "About this app"} <= targets
+
+    # back on the entry screen, the crawl speaks the fresh app's language again
+    back_home = Transition(id="e22", run_id="run-1", app_id="notes", from_state="notes-de", to_state="notes",
+                           from_observation_id=notes_de.id, to_observation_id=notes.id,
+                           action=Action(type="navigate_back"), timestamp=T0 + timedelta(seconds=102))
+    again = Transition(id="e23", run_id="run-1", app_id="notes", from_state="notes", to_state="settings",
+                       from_observation_id=notes.id, to_observation_id=settings.id,
+                       action=click("notes", "settings-link"), timestamp=T0 + timedelta(seconds=103))
+    later = build_graph("notes", [*by_id.values(), settings_de, notes_de], [*transitions, *extra, back_home, again])
+    assert switched_captures(later) == {settings_de.id, notes_de.id}

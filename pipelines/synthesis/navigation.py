@@ -5,7 +5,8 @@ replayed (and later performed by an agent) on a fresh app, so everything synthes
 
 - **Clean captures.** A capture that shows text the crawler itself typed (a note it created, a title it edited)
   is polluted; a step is always shown on a clean capture of its state, and an edge whose target element exists
-  only on polluted captures (the crawler's own note in a list) is not used.
+  only on polluted captures (the crawler's own note in a list) is not used. Captures taken after the crawler
+  switched the app's language are not clean either (``switched_captures``): a fresh app speaks its own.
 - **Navigation edges** move between screens without committing anything. A path to a screen goal uses only
   them, so no task silently depends on a form the crawler submitted earlier (the language it switched, the note
   it created). Edges whose destination depends on history (back) are never used: "back" from Settings went to
@@ -205,12 +206,45 @@ def anchor(graph: AppGraph, edge: Transition, obs: Observation) -> Anchored | No
     return Anchored(Action.model_validate(data), obs.id, key, nth)
 
 
+def switched_captures(graph: AppGraph) -> set[str]:
+    """Captures the crawler took after it switched the app's language, until it was back on the entry screen.
+
+    A language lives in the session (a cookie, a saved preference), so every screen after the switch speaks it,
+    and a fresh app does not. Most of those screens are states of their own (their words differ), but a screen
+    with few words of its own (I Hate Money's settle-up table) is one state in both languages, and an edge the
+    crawler took from its German capture ("demonstration" → "Starte ein neues Projekt") read as a route from the
+    English one: the task then asked for German words and failed replay. Followed per device along the crawl's
+    timeline; landing on the entry state (whose words are the fresh app's) ends it, as a reset or a switch back
+    does.
+    """
+    switched: set[str] = set()
+    on: dict[str, bool] = {}
+    for t in timeline(graph):
+        src = graph.observations.get(t.from_observation_id)
+        device = src.device.name if src is not None else ""
+        if t.from_state == graph.entry:
+            on[device] = False
+        if on.get(device):
+            switched.add(t.from_observation_id)
+        if t.effective and not t.error and LANGUAGE_NAME.match(target_label(graph, t)):
+            on[device] = True
+        if t.to_state == graph.entry:
+            on[device] = False
+        elif on.get(device):
+            switched.add(t.to_observation_id)
+    return switched
+
+
 class Navigator:
-    """Clean captures and shortest navigation paths of one graph (built once per graph, read by every plan)."""
+    """Clean captures and shortest navigation paths of one graph (built once per graph, read by every plan).
+
+    A clean capture shows nothing the crawler typed and was not taken in a language the crawler switched to
+    (``switched_captures``): a route is only what a fresh user sees."""
 
     def __init__(self, graph: AppGraph):
         self.graph = graph
         self.pollution = Pollution.of(graph)
+        self.switched = switched_captures(graph)
         self._clean: dict[str, Observation | None] = {}
         self.pred: dict[str, tuple[Transition, Anchored]] = {}
         self.dist: dict[str, int] = {}
@@ -225,7 +259,7 @@ class Navigator:
         found = None
         for oid in self.graph.state_observations.get(state, []):
             obs = self.graph.observations.get(oid)
-            if obs is not None and self.pollution.clean(obs, allowed):
+            if obs is not None and oid not in self.switched and self.pollution.clean(obs, allowed):
                 found = obs
                 break
         if not allowed:
