@@ -657,3 +657,26 @@ def test_screens_seen_after_the_crawler_switched_the_language_are_no_route():
                        action=click("notes", "settings-link"), timestamp=T0 + timedelta(seconds=103))
     later = build_graph("notes", [*by_id.values(), settings_de, notes_de], [*transitions, *extra, back_home, again])
     assert switched_captures(later) == {settings_de.id, notes_de.id}
+
+
+def test_an_edit_link_every_item_page_repeats_keeps_the_item():
+    """"Edit" is a link on every note's page, so it is shown at three places like a navigation bar's link; but it
+    opens a page under the note's own (/notes/1/edit), so the form belongs to the note: "I need the “Edit note”
+    form open." did not say which note. A bar link from an item page still drops the item (tested elsewhere)."""
+    edit = Element(id="g-edit-link", role="link", text="Edit", resource_id="note-edit-link",
+                   bbox=BBox(x1=140, y1=60, x2=240, y2=90))
+    observations, transitions = notes_records(extra={"groceries": [edit], "note": [edit.model_copy()]})
+    groceries = next(o for o in observations if o.location.endswith("/notes/1"))
+    third = groceries.model_copy(update={"id": "obs-note-2", "location": "http://127.0.0.1:8000/notes/2"})
+    form = next(o for o in observations if o.location.endswith("/notes/new"))
+    edit_form = form.model_copy(update={"id": "obs-edit-1", "location": "http://127.0.0.1:8000/notes/1/edit",
+                                        "elements": [e.model_copy(update={"text": "Edit note"})
+                                                     if e.role == "heading" else e for e in form.elements]})
+    tap = click("groceries", "g-edit").model_copy(update={"target_element_id": "g-edit-link",
+                                                          "target_bbox": edit.bbox})
+    to_edit = Transition(id="e30", run_id="run-1", app_id="notes", from_state="groceries", to_state="edit",
+                         from_observation_id=groceries.id, to_observation_id=edit_form.id, action=tap,
+                         timestamp=T0 + timedelta(seconds=5, milliseconds=500))
+    graph = build_graph("notes", [*observations, third, edit_form], [*transitions, to_edit])
+    plan = _plans(graph)[("screen", "Edit note")]
+    assert (plan.facts.item, plan.facts.noun) == ("Groceries", "note")

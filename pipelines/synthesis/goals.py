@@ -219,13 +219,19 @@ def _item_of(nav: Navigator, hops: list[tuple[Transition, Anchored]], nav_links:
 
     A link of a navigation bar is not an item: its row of links is a list by structure, but the screen it opens
     is the app's, not a list entry's ("Timeline", not "the entry “TIMELINE”"), and what follows it belongs to
-    no earlier item. ``nav_links`` are the link labels the app shows at several places (``Planner``)."""
+    no earlier item — unless it opens a page under the one it is on: an item page's own "Edit" link, shown on every
+    item's page, keeps the item. ``nav_links`` are the link labels the app shows at several places (``Planner``)."""
     g = nav.graph
     for edge, a in reversed(hops):
         obs = g.observation(a.observation_id)
         el = obs.element(a.action.target_element_id) if a.action.target_element_id else None
         if el is not None and el.role == "link" and " ".join(el.label.split()) in nav_links:
-            return "", ""
+            page = g.observations.get(edge.to_observation_id or "")
+            if page is None or not _below(obs, page):
+                return "", ""
+            # Not a bar's link but an action every item's page repeats: "Edit" on /notes/6 opens /notes/6/edit,
+            # which is still that note's ("the “Edit note” form" alone does not say whose).
+            continue
         # an entry has a name with words in it; a bare number ("0", "2") is a row id or a page of the list
         if (el is not None and el.role == "link" and WORDY.search(spoken_label(el))
                 and not TIME_OF_DAY.search(spoken_label(el)) and len(siblings(obs, el)) >= 1):
@@ -267,6 +273,15 @@ def _within(page: Observation, other: Observation) -> bool:
         return True
     base, path = location_path(page).rstrip("/"), location_path(other).rstrip("/")
     return path == base or path.startswith(base + "/")
+
+
+def _below(page: Observation, other: Observation) -> bool:
+    """Whether ``other`` is a page under ``page``'s own path (``/notes/6/edit`` under ``/notes/6``); nothing is
+    under the site's root in this sense, where every page would be."""
+    if "://" not in page.location or "://" not in other.location:
+        return False
+    base, path = location_path(page).rstrip("/"), location_path(other).rstrip("/")
+    return bool(base) and path.startswith(base + "/")
 
 
 def _shared_depth(a: str, b: str) -> int:
