@@ -680,3 +680,20 @@ def test_an_edit_link_every_item_page_repeats_keeps_the_item():
     graph = build_graph("notes", [*observations, third, edit_form], [*transitions, to_edit])
     plan = _plans(graph)[("screen", "Edit note")]
     assert (plan.facts.item, plan.facts.noun) == ("Groceries", "note")
+
+
+def test_a_title_written_for_the_program_gives_way_to_the_words_that_opened_it():
+    """TiddlyWiki titles its control panel "$:/ControlPanel": "Take me to $:/ControlPanel." is no request a person
+    makes; the button that opened it says "control panel". A title people use stays ("Settings")."""
+    from pipelines.synthesis.screens import SYSTEM_NAME
+
+    for name in ("$:/ControlPanel", "$:/config/NewJournal/Text", "docs/guide.md"):
+        assert SYSTEM_NAME.match(name), name
+    for name in ("Settings", "WikiStart", "Milestone: milestone1", "Books / Films"):
+        assert not SYSTEM_NAME.match(name), name
+    observations, transitions = notes_records()
+    renamed = [o.model_copy(update={"elements": [e.model_copy(update={"text": "$:/Settings"}) if e.role == "heading"
+                                                 else e for e in o.elements]})
+               if o.location.endswith("/settings") else o for o in observations]
+    targets = {t for _k, t in _plans(build_graph("notes", renamed, transitions))}
+    assert "Settings" in targets and "$:/Settings" not in targets

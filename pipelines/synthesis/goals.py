@@ -42,6 +42,7 @@ from pipelines.synthesis.navigation import (
 from pipelines.synthesis.screens import (
     HEADING_ROLES,
     INDEX_RE,
+    SYSTEM_NAME,
     TEXT_ROLES,
     ElementKey,
     clip,
@@ -629,8 +630,20 @@ class Planner:
 
         A page that changed its heading is named by it; on single-page apps (the first heading is the site's
         title everywhere) the heading that *appeared* names it; a tab is named by its label; a button that
-        opened an overlay without a heading (a menu drawer) by its own label.
+        opened an overlay without a heading (a menu drawer) by its own label. A title written for the program
+        (``SYSTEM_NAME``) gives way to the words on the control that opened it.
         """
+        named = self._screen_name(before, after, target)
+        if named is None:
+            return None
+        name, shape = named
+        said = clip(spoken_label(target)) if target is not None else ""
+        if SYSTEM_NAME.match(name) and said and not SYSTEM_NAME.match(said):
+            return said[0].upper() + said[1:], shape  # "$:/AdvancedSearch", opened by "advanced search"
+        return name, shape
+
+    def _screen_name(self, before: Observation, after: Observation, target: Element | None) -> tuple[str, str] | None:
+        """``_name`` before a program's title is traded for the words of the control that opened it."""
         # a heading that ends in a colon labels a block ("Download in other formats:"), it names no screen
         fresh = [h for h in new_headings(before, after) if not h.rstrip().endswith(":")]
         if has_dialog(after) and not has_dialog(before):

@@ -230,6 +230,12 @@ def _same_heading(a: Element, b: Element) -> bool:
 MACHINE_ID = re.compile(r"[-_./:#\d]|[a-z][A-Z]")
 
 
+# A title written for the program, not for people: TiddlyWiki's system tiddlers ("$:/ControlPanel",
+# "$:/config/NewJournal/Text"), a file path. Nobody asks to be taken to "$:/AdvancedSearch"; they ask for the
+# "advanced search" the button says.
+SYSTEM_NAME = re.compile(r"^(\$:/\S*|[\w.-]+(/[\w.-]+)+)$")
+
+
 def spoken_label(el: Element) -> str:
     """The name a person could read off the screen or say: the element's text or accessible description, or a
     resource id that is a plain word ("logo"); "" for an id written for code, a role or a class name (an icon
