@@ -697,3 +697,23 @@ def test_a_title_written_for_the_program_gives_way_to_the_words_that_opened_it()
                if o.location.endswith("/settings") else o for o in observations]
     targets = {t for _k, t in _plans(build_graph("notes", renamed, transitions))}
     assert "Settings" in targets and "$:/Settings" not in targets
+
+
+def test_a_control_that_sounds_like_a_submit_is_probed_where_the_crawl_saw_it_only_open_a_screen():
+    """I Hate Money's "Add a new bill" says "add", so the prober never tried it from the bill list the crawl saw
+    it on — and the one create-bill route, through "Toggle filters", stayed a refused detour. The crawl tapped
+    that very control elsewhere and it only opened the form: trying it again submits nothing."""
+    from pipelines.synthesis.probe import plan_probes, probe_plans
+
+    def graph_with(label: str):
+        same = Element(id="side-about", role="link", text=label, resource_id="settings-about",
+                       bbox=BBox(x1=20, y1=230, x2=140, y2=250), clickable=True)
+        observations, transitions = notes_records(extra={"notes": [same]})
+        relabelled = [o.model_copy(update={"elements": [e.model_copy(update={"text": label}) if e.id == "about-link"
+                                                        else e for e in o.elements]})
+                      if o.location.endswith("/settings") else o for o in observations]
+        return build_graph("notes", relabelled, transitions)
+
+    graph = graph_with("Add details")
+    assert ("notes", "side-about", "shortcut") in {(p.state, p.element_id, p.why)
+                                                    for p in plan_probes(graph, probe_plans(graph))}

@@ -298,8 +298,18 @@ def test_goal_phrases_read_like_a_person_wrote_them():
     assert ticks == "tick “Alice”, “Bob” and “Cleo” under “For whom?” and use the dark theme"  # not "set … to" ×3
     create = backend.goal_phrase("en", {"kind": "create", "form": "Manage your shared expenses, easily", "fields": [
         ["Project name", "Trip"], ["Password", "x1"], ["Email", "a@b.c"]]})
-    # A tagline names no kind of item ("a easily"), so the noun is the generic one, with its article.
-    assert create == "create an entry titled “Trip”, with password “x1” and with email “a@b.c”"
+    # A tagline names no kind of item ("a easily"); the form's "Project name" field does.
+    assert create == "create a project titled “Trip”, with password “x1” and with email “a@b.c”"
+    nameless = backend.goal_phrase("en", {"kind": "create", "form": "Manage your shared expenses, easily",
+                                          "fields": [["First name", "Ann"], ["Email", "a@b.c"]]})
+    assert nameless == "create an entry titled “Ann” and with email “a@b.c”"  # a person's name is no kind of item
+    # An edit form of the app's own record (I Hate Money's project settings) has no item to name.
+    edit = {"kind": "edit", "form": "Edit project", "target": "Edit project", "item": "",
+            "fields": [["Current private code", "x1"]], "choices": [["", "Enable project history"]]}
+    assert backend.goal_phrase("en", edit) == "update “Edit project”"
+    task = json.loads(backend.task_text({"language": "en", "goal": edit, "variant": ""}))["task"]
+    # and it asks for the box it ticks as well as the value it types: the trajectory does both
+    assert "“”" not in task and "Edit project" in task and "“x1”" in task and "Enable project history" in task
     assert backend.goal_phrase("en", {"kind": "create", "form": "New note", "fields": [["Title", "T"]]}) == \
         "create a note titled “T”"
 

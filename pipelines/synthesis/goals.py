@@ -739,8 +739,8 @@ class Planner:
         elif facts.choices and not facts.fields:
             kind = GoalKind.SETTING
             shown = texts_in([c for _, c in facts.choices], dest)
-        else:
-            kind = GoalKind.EDIT if facts.item else GoalKind.CREATE
+        else:  # fields and options together: an "Edit project" form is an edit whether or not an item led to it
+            kind = GoalKind.EDIT if (facts.item or EDIT_WORDS.search(facts.form)) else GoalKind.CREATE
         facts.target = facts.item or facts.form
         goal = Goal(kind=kind, state=commit.to_state, observation_id=dest.id, location=location_path(dest),
                     must_show=shown, summary=f"{kind.value}: {facts.form}")

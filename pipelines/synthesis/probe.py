@@ -13,7 +13,8 @@ are turned into tasks, synthesis asks for:
 The device work is the explorers' (``explorers.probe.probe_shortcuts``: a targeted crawl with the crawl
 config's login, reset and deny-list, recording what each tap did as ordinary crawl steps and re-exporting the
 graph), so the graph store stays the single record of what the app does; this module only chooses the requests
-(never a submit, never a log-out) and hands them over.
+(never a submit, never a log-out; a control whose label sounds like a submit — "Add a new bill" — only where the
+crawl saw that very control open a screen and commit nothing) and hands them over.
 """
 
 from __future__ import annotations
@@ -61,17 +62,30 @@ def _navigational(label: str) -> bool:
     return bool(label.strip()) and not COMMIT_WORDS.search(label) and not LEAVES_APP.search(label)
 
 
+def _openers(graph: AppGraph, nav: Navigator) -> set[ElementKey]:
+    """Controls the crawl tapped somewhere and saw only move to another screen: "Add a new bill" says "add" but
+    opened the bill form, so trying it from an earlier screen submits nothing either."""
+    out: set[ElementKey] = set()
+    for t in graph.transitions:
+        obs = graph.observations.get(t.from_observation_id)
+        el = obs.element(t.action.target_element_id) if obs is not None and t.action.target_element_id else None
+        if el is not None and nav.is_navigation(t):
+            out.add(element_key(el))
+    return out
+
+
 def plan_probes(graph: AppGraph, plans: list[GoalPlan], siblings_per_list: int = SIBLINGS_PER_LIST,
                 list_depth: int = 2) -> list[Probe]:
     """What to try, most useful first: shortcuts from the screens nearest the entry (one tried there shortens
     every plan that passes), then unopened items of the lists within ``list_depth`` taps of the entry."""
     nav = Navigator(graph)
     far = len(nav.order) + 1
+    openers = _openers(graph, nav)
     shortcuts: dict[tuple[str, ElementKey], tuple[int, int, Probe]] = {}
     for plan in plans:
         for req in plan.unprobed:
             el = graph.observation(req.observation_id).element(req.element_id)
-            if el is None or not _navigational(el.label):
+            if el is None or not (_navigational(el.label) or req.key in openers):
                 continue
             rank = (nav.dist.get(req.state, far), -len(plan.steps))
             probe = Probe(req.state, req.element_id, req.key, req.label, req.expected_state, "shortcut")

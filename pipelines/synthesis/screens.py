@@ -316,6 +316,22 @@ def noun_from_heading(text: str, plural: bool = True) -> str:
     return "" if plural else word
 
 
+# "Project name", "Bill title": a form's field that names the thing the form makes. A person's own name fields
+# ("First name", "User name") name nobody's kind of item.
+FIELD_NOUN = re.compile(r"^\s*(?P<noun>[A-Za-z]{3,})\s+(name|title)\s*\*?\s*$", re.IGNORECASE)
+NOT_NOUNS = {"first", "last", "full", "display", "user", "your", "nick", "file", "family", "given", "middle",
+             "login", "account", "sur"}
+
+
+def noun_from_fields(labels: Iterable[str]) -> str:
+    """The kind of item a form creates, read off its name field ("Project name" → "project"), or ""."""
+    for label in labels:
+        m = FIELD_NOUN.match(label)
+        if m and m.group("noun").lower() not in NOT_NOUNS:
+            return m.group("noun").lower()
+    return ""
+
+
 def texts_in(needles: Iterable[str], obs: Observation) -> list[str]:
     """Those ``needles`` the screen shows somewhere (case- and whitespace-insensitive)."""
     hay = " ".join(all_text(obs).split()).lower()

@@ -23,7 +23,7 @@ from typing import Any
 from pipelines.synthesis.backends.base import Backend, Completion, Result
 from pipelines.synthesis.calls import Call
 from pipelines.synthesis.prompts import PromptSet
-from pipelines.synthesis.screens import gloss, noun_from_heading
+from pipelines.synthesis.screens import gloss, noun_from_fields, noun_from_heading
 
 DOUBLE_STOP = re.compile(r"([.!?。！？])”[.。]")  # a quoted sentence already ends the sentence: “… beans.”.
 # "the" from a template before a name that starts with its own: "the The Trac Guide screen"
@@ -91,7 +91,8 @@ class OfflineBackend(Backend):
     # --- the goal, in words ------------------------------------------------------------------------------
 
     def _noun(self, lang: str, goal: dict[str, Any]) -> str:
-        noun = goal.get("noun") or noun_from_heading(goal.get("form") or "", plural=False)
+        noun = (goal.get("noun") or noun_from_heading(goal.get("form") or "", plural=False)
+                or noun_from_fields(label for label, _ in goal.get("fields") or []))
         if lang == "zh":
             return "" if noun and noun.isascii() else noun
         return noun or self.phrases["task"][lang]["noun"]
@@ -103,12 +104,17 @@ class OfflineBackend(Backend):
         return "other"
 
     def _fields(self, lang: str, goal: dict[str, Any], table: str) -> str:
+        """What a form task asks for, typed values and chosen options alike: a trajectory that ticks a box
+        the task never mentioned ("Enable project history") does more than it was told."""
         t = self.phrases["task"][lang]
         parts = [t[table][self._field_kind(label)].format(value=value, label=label.lower() if lang == "en" else label)
                  for label, value in goal.get("fields") or []]
-        return _join(parts, t)
+        return _join(parts + self._choice_parts(lang, goal), t)
 
     def _choices(self, lang: str, goal: dict[str, Any]) -> str:
+        return _join(self._choice_parts(lang, goal), self.phrases["task"][lang])
+
+    def _choice_parts(self, lang: str, goal: dict[str, Any]) -> list[str]:
         t = self.phrases["task"][lang]
         parts = []
         grouped: dict[str, list[str]] = {}
@@ -125,7 +131,7 @@ class OfflineBackend(Backend):
             name = names[0]
             parts.append(t["choice"][kind].format(option=name, option_lc=name.lower(), group=group,
                                                   group_lc=group.lower()))
-        return _join(parts, t)
+        return parts
 
     def _shape(self, goal: dict[str, Any]) -> str:
         """Which phrasing family a goal takes: its kind, refined (a dialog, an item's screen, a plain rename)."""
@@ -140,6 +146,8 @@ class OfflineBackend(Backend):
             base = "dialog" if goal.get("dialog") else "screen"
             return f"{base}_of_item" if goal.get("item") else base
         if kind == "edit":
+            if not goal.get("item"):
+                return "edit_form"  # a form that edits the app's own record (a project's settings): no item to name
             fields = goal.get("fields") or []
             if len(fields) == 1 and self._field_kind(fields[0][0]) == "title":
                 return "rename"
@@ -261,7 +269,8 @@ class OfflineBackend(Backend):
         elif role == "answer":
             text = _pick(r["answer_list" if goal.get("answer_on_list") else "answer"], seed).format(**fmt)
         else:  # finish
-            kind = self._shape(goal) if goal["kind"] == "screen" else goal["kind"]
+            kind = self._shape(goal) if goal["kind"] in ("screen", "edit") else goal["kind"]
+            kind = {"rename": "edit"}.get(kind, kind)
             kind = {"dialog_of_item": "dialog", "screen_of_item": "screen", "tab_of_item": "tab"}.get(kind, kind)
             kind = {"item_bare": "item"}.get(kind, kind)
             kind = kind if kind in r["finish"] else "screen"
