@@ -717,3 +717,20 @@ def test_a_control_that_sounds_like_a_submit_is_probed_where_the_crawl_saw_it_on
     graph = graph_with("Add details")
     assert ("notes", "side-about", "shortcut") in {(p.state, p.element_id, p.why)
                                                     for p in plan_probes(graph, probe_plans(graph))}
+
+
+def test_a_link_that_says_only_where_to_click_names_no_entry():
+    """A Trac wiki page's list reads "see this link": "Show me “link”." asked for a word that says where to click.
+    The page the link opens is still a goal, named by its own heading."""
+    from pipelines.synthesis.goals import PLACEHOLDER_LABEL
+
+    for placeholder in ("link", "here", "Read more", "click here", "» more"):
+        assert PLACEHOLDER_LABEL.match(placeholder), placeholder
+    for name in ("Linked lists", "Here and Now", "More about Kyoto", "Groceries"):
+        assert not PLACEHOLDER_LABEL.match(name), name
+    observations, transitions = notes_records()
+    relabelled = [o.model_copy(update={"elements": [e.model_copy(update={"text": "link"}) if e.id == "note-1" else e
+                                                    for e in o.elements]})
+                  if o.location.endswith("/notes") else o for o in observations]
+    plans = _plans(build_graph("notes", relabelled, transitions))
+    assert ("item", "link") not in plans and ("screen", "Groceries") in plans

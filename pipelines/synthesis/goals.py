@@ -69,6 +69,10 @@ TABLE_COLUMN = re.compile(r"(?:^|/)(?:td|th)\[(\d+)\]")
 MIN_ANSWER_WORDS = 4
 MAX_ANSWER_CHARS = 300
 WORDY = re.compile(r"[^\W\d_]")  # a letter of any script
+# A link's words that say where to click, not what is there ("link", "here", "read more" in a wiki's prose): no
+# one asks to be shown "link".
+PLACEHOLDER_LABEL = re.compile(r"^\W*(link|here|this|that|click here|this link|read more|more|details|view|open|go|"
+                               r"continue|next|previous|prev|back)\W*$", re.IGNORECASE)
 # A time of day in an entry's name ("00:43 MeetingNotes created by trac" on a timeline): the moment the seed was
 # made, which a fresh instance of the app does not show, so the entry cannot be asked for by that name.
 TIME_OF_DAY = re.compile(r"(?<![\d:])\d{1,2}:\d{2}(:\d{2})?(?![\d:])")
@@ -235,7 +239,8 @@ def _item_of(nav: Navigator, hops: list[tuple[Transition, Anchored]], nav_links:
             continue
         # an entry has a name with words in it; a bare number ("0", "2") is a row id or a page of the list
         if (el is not None and el.role == "link" and WORDY.search(spoken_label(el))
-                and not TIME_OF_DAY.search(spoken_label(el)) and len(siblings(obs, el)) >= 1):
+                and not TIME_OF_DAY.search(spoken_label(el)) and not PLACEHOLDER_LABEL.match(spoken_label(el))
+                and len(siblings(obs, el)) >= 1):
             page = g.observations.get(edge.to_observation_id or "")
             if goal is not None and page is not None and not _within(page, goal):
                 return "", ""
