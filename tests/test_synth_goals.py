@@ -734,3 +734,41 @@ def test_a_link_that_says_only_where_to_click_names_no_entry():
                   if o.location.endswith("/notes") else o for o in observations]
     plans = _plans(build_graph("notes", relabelled, transitions))
     assert ("item", "link") not in plans and ("screen", "Groceries") in plans
+
+
+def test_a_row_opened_by_its_id_is_named_by_its_row():
+    """datasette's tables open a row through its id link ("3"): "Open authors row 3." says nothing a person would
+    ask for; the row's own name cell does ("Open the author “Italo Calvino”."). A name the table shows twice, or a
+    row with nothing but numbers and dates, names no row."""
+    from pipelines.synthesis.screens import row_label
+
+    def row(n: int, name: str) -> list[Element]:
+        base = f"body[1]/table[1]/tbody[1]/tr[{n}]"
+        return [Element(id=f"id-{n}", role="link", text=str(n), path=f"{base}/td[1]/a[1]", clickable=True,
+                        bbox=BBox(x1=20, y1=40 * n, x2=40, y2=40 * n + 20)),
+                Element(id=f"name-{n}", role="cell", text=name, path=f"{base}/td[2]",
+                        bbox=BBox(x1=60, y1=40 * n, x2=300, y2=40 * n + 20))]
+
+    table = make_observation("notes", None).model_copy(update={"elements": [
+        *row(1, "Groceries"), *row(2, "Trip to Kyoto"), *row(3, "2024-06-01"), *row(4, "Trip to Kyoto")]})
+    by_id = {e.id: e for e in table.elements}
+    assert row_label(table, by_id["id-1"]) == "Groceries"
+    assert row_label(table, by_id["id-2"]) == ""  # shown twice
+    assert row_label(table, by_id["id-3"]) == ""  # a date names no row
+    # On the toy app: the notes list as a table of id links; "1" opens Groceries.
+    observations, transitions = notes_records()
+    tabled = []
+    for o in observations:
+        if o.location.endswith("/notes"):
+            els = []
+            for e in o.elements:
+                if e.id in ("note-1", "note-2"):
+                    n = int(e.id[-1])
+                    link, name = row(n, e.text)
+                    els += [link.model_copy(update={"id": e.id, "resource_id": e.resource_id}), name]
+                else:
+                    els.append(e)
+            o = o.model_copy(update={"elements": els})
+        tabled.append(o)
+    plans = _plans(build_graph("notes", tabled, transitions))
+    assert ("item", "Groceries") in plans and plans[("item", "Groceries")].goal.must_show == ["Groceries"]

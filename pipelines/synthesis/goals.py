@@ -54,6 +54,7 @@ from pipelines.synthesis.screens import (
     location_path,
     new_headings,
     noun_from_heading,
+    row_label,
     siblings,
     spoken_label,
     texts_in,
@@ -230,15 +231,17 @@ def _item_of(nav: Navigator, hops: list[tuple[Transition, Anchored]], nav_links:
     for edge, a in reversed(hops):
         obs = g.observation(a.observation_id)
         el = obs.element(a.action.target_element_id) if a.action.target_element_id else None
-        if el is not None and el.role == "link" and " ".join(el.label.split()) in nav_links:
+        row = row_label(obs, el) if el is not None and el.role == "link" else ""
+        if el is not None and el.role == "link" and not row and " ".join(el.label.split()) in nav_links:
             page = g.observations.get(edge.to_observation_id or "")
             if page is None or not _below(obs, page):
                 return "", ""
             # Not a bar's link but an action every item's page repeats: "Edit" on /notes/6 opens /notes/6/edit,
             # which is still that note's ("the “Edit note” form" alone does not say whose).
             continue
-        # an entry has a name with words in it; a bare number ("0", "2") is a row id or a page of the list
-        if (el is not None and el.role == "link" and WORDY.search(spoken_label(el))
+        # an entry has a name with words in it; a bare number ("0", "2") is a page of the list, or a row's id
+        # whose row says what it is (``row_label``): every table's "3" is one label, but no navigation bar's
+        if (el is not None and el.role == "link" and (WORDY.search(spoken_label(el)) or row)
                 and not TIME_OF_DAY.search(spoken_label(el)) and not PLACEHOLDER_LABEL.match(spoken_label(el))
                 and len(siblings(obs, el)) >= 1):
             page = g.observations.get(edge.to_observation_id or "")
@@ -249,7 +252,7 @@ def _item_of(nav: Navigator, hops: list[tuple[Transition, Anchored]], nav_links:
             # The list's heading names its entries only when the entry opens among the list's own pages: a
             # loans table's book link ("A Wizard of Earthsea") opens a book, not a loan.
             noun = noun_from_heading(heading(obs, g.site_titles)) if page is None or _within(obs, page) else ""
-            return clip(spoken_label(el)), noun
+            return clip(row or spoken_label(el)), noun
     return "", ""
 
 
@@ -585,7 +588,7 @@ class Planner:
         if SKIP_SCREENS.search(name) or TAGLINE.search(name):
             return
         item, noun = _item_of(nav, hops, self.nav_links, goal_obs)
-        is_item = target is not None and item and clip(target.label) == item
+        is_item = target is not None and item and item in (clip(target.label), clip(row_label(from_obs, target)))
         overlay = shape == "overlay"
         if overlay and item and ("overlay", f"{name}\x1f", True) in families:
             return  # the menu opened over an item's page is the same menu as over the list

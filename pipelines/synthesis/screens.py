@@ -246,6 +246,29 @@ def spoken_label(el: Element) -> str:
     return rid if rid and not MACHINE_ID.search(rid) and rid not in (el.role, el.class_name) else ""
 
 
+TABLE_ROW = re.compile(r"^(.*/tbody\[\d+\]/tr\[\d+\]/)")
+LETTER = re.compile(r"[^\W\d_]")
+
+
+def row_label(obs: Observation, el: Element) -> str:
+    """What a table row that ``el`` opens is called: the first cell of its row with words in it, when ``el`` says
+    only a number (datasette's row link "3" beside "Italo Calvino"); "" otherwise. Only plain text cells count:
+    a linked cell (a loan's book) is another record, and a name the table shows twice names no single row."""
+    if LETTER.search(el.label):
+        return ""
+    row = TABLE_ROW.match(el.path)
+    if row is None:
+        return ""
+    prefix = row.group(1)
+    for other in obs.elements:
+        if (other.visible and not other.clickable and other.path.startswith(prefix)
+                and other.role not in ("link", "button") and LETTER.search(other.label)):
+            name = " ".join(other.label.split())
+            same = [e for e in obs.elements if " ".join(e.label.split()) == name]
+            return name if len(same) == 1 else ""
+    return ""
+
+
 def _list_slot(el: Element) -> str:
     """The element's place in a repeated structure: its DOM path with sibling positions removed."""
     return INDEX_RE.sub("", el.path)
