@@ -88,6 +88,9 @@ def test_no_offline_reasoning_names_what_only_the_next_screen_shows():
                          c.payload["target"]["label"] == "Settings")
     assert "Theme" in settings_call.payload["expect"]["after_only"]
     assert leaks("I'll tap “Settings” to change the Theme.", settings_call.payload["expect"]["after_only"])
+    # A control the next screen labels "link" (a wiki's prose) is not what "the “Settings” link" names.
+    assert leaks("The “Settings” link is right here, so I'll tap it.", ["link", "here", "Theme"]) == []
+    assert leaks("The “Settings” link leads to the Theme.", ["link", "Theme"]) == ["Theme"]
 
 
 def test_accepted_actions_are_the_parallel_edges_reanchored_on_the_step_screen():

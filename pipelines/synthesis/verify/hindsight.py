@@ -16,6 +16,10 @@ from pipelines.synthesis.screens import CLOCK_RE, clip
 from schemas import Observation
 
 MIN_CHARS = 4
+# Words every step's reasoning uses for the control it taps ("the “creating pages” link"): a next screen that
+# shows a control literally labelled "link" (a wiki's prose) does not make that sentence look ahead.
+UI_WORDS = frozenset({"link", "links", "button", "buttons", "field", "fields", "form", "page", "screen", "panel",
+                      "option", "options", "checkbox", "menu", "list", "entry", "item", "here"})
 
 
 def _norm(text: str) -> str:
@@ -42,7 +46,7 @@ def leaks(reasoning: str, after_texts: Iterable[str]) -> list[str]:
     found = []
     for t in after_texts:
         n = _norm(t.rstrip("…"))
-        if not n:
+        if not n or n in UI_WORDS:
             continue
         if n.isascii():
             if re.search(r"(?<![\w])" + re.escape(n) + r"(?![\w])", r):
