@@ -476,7 +476,8 @@ def test_names_in_style_capitals_are_written_as_a_person_types_them_and_timestam
     """Trac's navigation bar is capitalised by CSS ("VIEW TICKETS"), which the capture keeps; its timeline
     entries start with the time the seed was made ("00:43 MeetingNotes created by trac"), which another
     instance of the app does not show — the replay of such an item task failed on every fresh instance."""
-    from pipelines.synthesis.goals import TIME_OF_DAY, _as_written
+    from pipelines.synthesis.goals import _as_written
+    from pipelines.synthesis.screens import TIME_OF_DAY
 
     assert _as_written("VIEW TICKETS") == "View tickets" and _as_written("SEARCH") == "Search"
     for kept in ("FAQ", "RSS", "Timeline", "iPhone", "ÜBERSICHT", "CamelCase"):
@@ -485,6 +486,12 @@ def test_names_in_style_capitals_are_written_as_a_person_types_them_and_timestam
         assert TIME_OF_DAY.search(stamped), stamped
     for plain in ("Ticket #12", "Psalm 23", "ratio 1:2:3", "2024-11-23", "Chapter 10"):
         assert not TIME_OF_DAY.search(plain), plain
+    # Nor is a route through such an entry one a fresh instance offers: Settings is reached by "Preferences".
+    observations, transitions = notes_records()
+    stamped_link = [o.model_copy(update={"elements": [e.model_copy(update={"text": "09:41 Settings"})
+                                                      if e.id == "settings-link" else e for e in o.elements]})
+                    if o.location.endswith("/notes") else o for o in observations]
+    assert _plans(build_graph("notes", stamped_link, transitions))[("screen", "Settings")].edge_ids == ("e06",)
 
 
 def test_a_page_opened_at_one_of_its_sections_makes_no_task_but_a_hash_route_does():

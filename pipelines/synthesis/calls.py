@@ -166,7 +166,10 @@ def step_call(graph: AppGraph, plan: GoalPlan, index: int, task: str, language: 
     obs = graph.observation(step.observation_id)
     history = [step_summary(s) for s in plan.steps[:index]]
     facts = plan.facts
-    known = [task, facts.target, facts.item, facts.form, facts.answer, *history,
+    screen = _screen_in_context(graph, plan, index, obs)
+    # The name the step's screen goes by is known before acting, even where the page is scrolled past the heading
+    # that gave it ("TracLinks in reStructuredText"): a next screen showing one of its words is no look-ahead.
+    known = [task, facts.target, facts.item, facts.form, facts.answer, *history, str(screen.get("screen") or ""),
              *(v for f in facts.fields for v in f), *(v for c in facts.choices for v in c)]
     after = graph.observations.get(step.next_observation_id or "")
     hidden = after_only(obs, after, known) if after is not None else []
@@ -182,7 +185,7 @@ def step_call(graph: AppGraph, plan: GoalPlan, index: int, task: str, language: 
         "steps_total": len(plan.steps),
         "role": step.role,
         "history": history,
-        "screen": _screen_in_context(graph, plan, index, obs),
+        "screen": screen,
         "action": action_payload(step.action),
         "target": target_payload(obs, step.action),
         "field": step.field_label,

@@ -44,6 +44,7 @@ from pipelines.synthesis.screens import (
     INDEX_RE,
     SYSTEM_NAME,
     TEXT_ROLES,
+    TIME_OF_DAY,
     ElementKey,
     clip,
     element_key,
@@ -74,9 +75,6 @@ WORDY = re.compile(r"[^\W\d_]")  # a letter of any script
 # one asks to be shown "link".
 PLACEHOLDER_LABEL = re.compile(r"^\W*(link|here|this|that|click here|this link|read more|more|details|view|open|go|"
                                r"continue|next|previous|prev|back)\W*$", re.IGNORECASE)
-# A time of day in an entry's name ("00:43 MeetingNotes created by trac" on a timeline): the moment the seed was
-# made, which a fresh instance of the app does not show, so the entry cannot be asked for by that name.
-TIME_OF_DAY = re.compile(r"(?<![\d:])\d{1,2}:\d{2}(:\d{2})?(?![\d:])")
 # A sentence, not a name: a home page's tagline ("Manage your shared expenses, easily") names no screen a person
 # would ask for. Five words or more with a clause break or a closing stop.
 TAGLINE = re.compile(r"^(?=(?:\S+\s+){4}\S).*(?:[,;]\s|[.!]$)")

@@ -27,7 +27,15 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from pipelines.synthesis.graph_input import AppGraph
-from pipelines.synthesis.screens import CHOICE_ROLES, ElementKey, element_key, find_element, location_path, occurrence
+from pipelines.synthesis.screens import (
+    CHOICE_ROLES,
+    TIME_OF_DAY,
+    ElementKey,
+    element_key,
+    find_element,
+    location_path,
+    occurrence,
+)
 from schemas import Action, ActionType, Element, Observation, Transition
 
 # Labels of controls that commit something; en and zh, matched on whole words / substrings.
@@ -273,7 +281,8 @@ class Navigator:
         if is_commit(self.graph, edge) or is_fill(self.graph, edge):
             return False
         label = target_label(self.graph, edge)
-        return not (LEAVES_APP.search(label) or LANGUAGE_NAME.match(label) or self.pollution.contains_typed(label))
+        return not (LEAVES_APP.search(label) or LANGUAGE_NAME.match(label) or TIME_OF_DAY.search(label)
+                    or self.pollution.contains_typed(label))
 
     def anchored(self, edge: Transition) -> Anchored | None:
         """``edge`` on its from-state's clean capture (None when its target exists only on polluted ones)."""

@@ -230,6 +230,12 @@ def _same_heading(a: Element, b: Element) -> bool:
 MACHINE_ID = re.compile(r"[-_./:#\d]|[a-z][A-Z]")
 
 
+# A time of day in a link's name ("00:43 MeetingNotes created by trac" on a timeline): the moment the seed was
+# made, which a fresh instance of the app does not show, so the entry cannot be asked for by that name, and a
+# route through it does not exist on another instance either.
+TIME_OF_DAY = re.compile(r"(?<![\d:])\d{1,2}:\d{2}(:\d{2})?(?![\d:])")
+
+
 # A title written for the program, not for people: TiddlyWiki's system tiddlers ("$:/ControlPanel",
 # "$:/config/NewJournal/Text"), a file path. Nobody asks to be taken to "$:/AdvancedSearch"; they ask for the
 # "advanced search" the button says.
