@@ -85,7 +85,10 @@ def hindsight_steps(trajs: list[Any]) -> tuple[int, int, list[str]]:
     for t in trajs:
         for k, s in enumerate(t.steps[:-1]):
             nxt = t.steps[k + 1].observation
-            known = [t.task.instruction, *(p.instruction for p in t.steps[:k])]
+            # what the agent has read so far: the task, its earlier steps, and the screens it has seen (a page
+            # scrolled past its heading is still the page whose heading it saw a step ago)
+            known = [t.task.instruction, *(p.instruction for p in t.steps[:k]),
+                     *(e.label for p in t.steps[:k] for e in p.observation.elements if e.visible and e.label)]
             hits = leaks(s.reasoning or "", after_only(s.observation, nxt, known))
             total += 1
             if hits:
