@@ -45,6 +45,7 @@ from pipelines.synthesis.screens import (
     SYSTEM_NAME,
     TEXT_ROLES,
     TIME_OF_DAY,
+    WORDY,
     ElementKey,
     clip,
     element_key,
@@ -70,7 +71,6 @@ MAX_PER_LIST = 4  # plans that open entries of one list (rows of a table, settin
 TABLE_COLUMN = re.compile(r"(?:^|/)(?:td|th)\[(\d+)\]")
 MIN_ANSWER_WORDS = 4
 MAX_ANSWER_CHARS = 300
-WORDY = re.compile(r"[^\W\d_]")  # a letter of any script
 # A link's words that say where to click, not what is there ("link", "here", "read more" in a wiki's prose): no
 # one asks to be shown "link".
 PLACEHOLDER_LABEL = re.compile(r"^\W*(link|here|this|that|click here|this link|read more|more|details|view|open|go|"

@@ -25,7 +25,7 @@ from typing import Any
 
 from pipelines.synthesis.goals import GoalPlan, Planner
 from pipelines.synthesis.graph_input import AppGraph
-from pipelines.synthesis.navigation import COMMIT_WORDS, LEAVES_APP, Navigator
+from pipelines.synthesis.navigation import COMMIT_WORDS, LEAVES_APP, Navigator, target_of
 from pipelines.synthesis.screens import ElementKey, element_key, siblings
 from schemas import Element
 
@@ -67,8 +67,7 @@ def _openers(graph: AppGraph, nav: Navigator) -> set[ElementKey]:
     opened the bill form, so trying it from an earlier screen submits nothing either."""
     out: set[ElementKey] = set()
     for t in graph.transitions:
-        obs = graph.observations.get(t.from_observation_id)
-        el = obs.element(t.action.target_element_id) if obs is not None and t.action.target_element_id else None
+        _, el = target_of(graph, t)
         if el is not None and nav.is_navigation(t):
             out.add(element_key(el))
     return out

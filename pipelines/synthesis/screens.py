@@ -253,14 +253,14 @@ def spoken_label(el: Element) -> str:
 
 
 TABLE_ROW = re.compile(r"^(.*/tbody\[\d+\]/tr\[\d+\]/)")
-LETTER = re.compile(r"[^\W\d_]")
+WORDY = re.compile(r"[^\W\d_]")  # a letter of any script: a name has words, a row id or page number has none
 
 
 def row_label(obs: Observation, el: Element) -> str:
     """What a table row that ``el`` opens is called: the first cell of its row with words in it, when ``el`` says
     only a number (datasette's row link "3" beside "Italo Calvino"); "" otherwise. Only plain text cells count:
     a linked cell (a loan's book) is another record, and a name the table shows twice names no single row."""
-    if LETTER.search(el.label):
+    if WORDY.search(el.label):
         return ""
     row = TABLE_ROW.match(el.path)
     if row is None:
@@ -268,7 +268,7 @@ def row_label(obs: Observation, el: Element) -> str:
     prefix = row.group(1)
     for other in obs.elements:
         if (other.visible and not other.clickable and other.path.startswith(prefix)
-                and other.role not in ("link", "button") and LETTER.search(other.label)):
+                and other.role not in ("link", "button") and WORDY.search(other.label)):
             name = " ".join(other.label.split())
             same = [e for e in obs.elements if " ".join(e.label.split()) == name]
             return name if len(same) == 1 else ""
