@@ -29,7 +29,7 @@ from explorers.forms import FormFiller
 from explorers.graph import Graph
 from explorers.graph_log import remember, replay_log
 from explorers.js_coverage import JsCoverage, coverage_path
-from explorers.policy import Policy, make_policy
+from explorers.policy import LANDING_RETRIES, Policy, make_policy
 from explorers.profiles import Profile
 from explorers.reset import run_reset
 from explorers.safety import (
@@ -173,6 +173,8 @@ class Crawler:
         self._acting: Candidate | None = None  # the action being performed (blamed if its screen cannot be read)
         self._where: tuple[str, str] = ("", "")  # (URL, state) of the screen the crawl is on, for error reports
         self._failed_at = ""  # where() as it was when an exception ended the run (the browser is gone after)
+        self._landing: Observed | None = None  # the screen the last restart landed on, while the crawl is still there
+        self._empty_reloads = 0  # reloads because a landing offered nothing to act on (``_reload_bare_landing``)
         self._typed = False  # text was typed into the app since the last restart
         self._wrote = ""  # the submit that posted typed text (the app's data changed), until the next restart
         self._typed_texts: set[str] = set()  # every text typed in this crawl: forms showing only these are ours
@@ -385,6 +387,7 @@ class Crawler:
         landing = self._observe(self._drawn(device), index=len(parts))
         self._js_coverage("take", device, baseline=True)  # a landing: the baseline, if it is the crawl's first
         self._commit([*parts, landing], restart=True, reason=reason)
+        self._landing = landing
         return landing
 
     def _drawn(self, device: Device) -> Screen:
@@ -541,6 +544,21 @@ class Crawler:
         self._policy_restarted()
         return self._restart(device, f"after an error: {reason[:120]}", cur.sid)
 
+    def _reload_bare_landing(self, cur: Observed) -> bool:
+        """Whether a policy's "stop" on a landing that offers nothing (not even "back") is a reload instead, at most
+        LANDING_RETRIES times a crawl.
+
+        Why: the landing wait reads a screen once it has loaded nothing for LANDING_IDLE_S, and on a loaded machine
+        an editor can pause that long while it parses its scripts (Node-RED under CI: a bare header, one state, "every
+        known state is fully explored" at step 0). The graph then knows nothing to try, so every policy stops; one
+        reload is what a person would do. The greedy policy's own retry covers a landing that offers only "back"."""
+        if cur is not self._landing or any(c.type is not ActionType.NAVIGATE_BACK for c in cur.allowed):
+            return False
+        if self._empty_reloads >= LANDING_RETRIES:
+            return False
+        self._empty_reloads += 1
+        return True
+
     def _policy_restarted(self) -> None:
         """Tell the policy about a restart it did not decide (it would otherwise credit its last action)."""
         notify = getattr(self.policy, "restarted", None)
@@ -558,6 +576,11 @@ class Crawler:
             return self._restart(device, f"the app's data changed ({self._wrote} posted typed text): reset to the "
                                  "seed before exploring on", cur.sid)
         decision = self.policy.choose(self.graph, cur.sid, list(cur.allowed))
+        if decision.kind == "stop" and self._reload_bare_landing(cur) and self.stats.restarts < budget.max_restarts:
+            self.stats.restarts += 1
+            self._policy_restarted()
+            return self._restart(device, "the entry offers nothing to act on: reload it (still drawing itself?)",
+                                 cur.sid)
         if decision.kind == "stop":
             raise _Stop(f"done: {decision.reason}")
         if decision.kind == "open" and decision.url:

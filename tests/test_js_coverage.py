@@ -14,6 +14,7 @@ import pytest
 from explorers.config import parse_config
 from explorers.crawler import Crawler
 from explorers.js_coverage import JsCoverage, covered_map, is_app_script, shared_baseline, summary_of
+from explorers.policy import LANDING_RETRIES
 from explorers.profiles import VIEWPORTS, Profile
 from explorers.sessions import EndpointSpec, open_device
 from tests.pages import HTML, PageHandler, serve
@@ -236,6 +237,11 @@ PAGES = {
              '</script>',
     # a page that offers nothing to act on and loads nothing more: drawn as it is
     "/empty": '<p>Nothing here yet.</p>',
+    # an editor that, the first time this tab opens it, pauses past the landing wait's idle limit before drawing
+    # itself (a loaded machine parsing its scripts); from the second load on it draws at once
+    "/slow-first": '<header>Editor</header><script src="/app.js"></script><script>'
+                   'if (sessionStorage.getItem("seen")) drawEditor(); else sessionStorage.setItem("seen", "1");'
+                   '</script>',
 }
 PART_DELAY_S = 0.25  # the server's time per part: each arrives well inside the landing wait's idle limit
 
@@ -345,6 +351,19 @@ def test_a_restart_waits_for_an_editor_that_draws_itself_late(chromedriver_url: 
 
 
 @pytest.mark.server
+def test_a_landing_read_before_it_drew_itself_is_reloaded_not_the_end_of_the_crawl(
+        chromedriver_url: str, site_url: str, tmp_path: Path) -> None:
+    """Every policy stops on a one-state graph with nothing to try; on the entry the crawler reloads instead (what
+    CI's loaded machine needed for Node-RED), and the crawl goes on from the drawn editor."""
+    crawler = _crawl(tmp_path, chromedriver_url, site_url + "/slow-first", False, steps=3)
+    entries = crawler.audit.entries()
+    reloads = [e for e in entries if e["decision"] == "restart" and "offers nothing to act on" in e["reason"]]
+    acts = [e["action"] for e in entries if e["decision"] == "act"]
+    assert len(reloads) == 1 and acts and "'Start'" in acts[0], (reloads, acts)
+    assert crawler.stats.stopped == "step budget" and crawler.stats.restarts == 1, crawler.stats
+
+
+@pytest.mark.server
 def test_a_landing_that_offers_nothing_and_loads_nothing_is_read_as_it_is(chromedriver_url: str, site_url: str,
                                                                          tmp_path: Path, monkeypatch) -> None:
     """An empty page is what the app shows (an error page, an empty app): the wait ends once the page has loaded
@@ -363,3 +382,5 @@ def test_a_landing_that_offers_nothing_and_loads_nothing_is_read_as_it_is(chrome
     restarts = sum(1 for e in crawler.audit.entries() if e["decision"] == "restart")
     limit = crawler_mod.LANDING_IDLE_S / (crawler.settle.interval_s * 2) + 2
     assert 0 < len(polls) <= restarts * limit, (len(polls), restarts)
+    # a page that stays empty is reloaded a bounded number of times, then the crawl ends as explored
+    assert restarts == 1 + crawler.stats.restarts and crawler.stats.restarts <= LANDING_RETRIES, crawler.stats
