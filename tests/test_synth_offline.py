@@ -297,8 +297,14 @@ def test_a_control_without_text_is_never_quoted_by_its_role():
 def test_goal_phrases_read_like_a_person_wrote_them():
     backend = OfflineBackend(load_prompts())
     ticks = backend.goal_phrase("en", {"kind": "setting", "choices": [
-        ["For whom?", "Alice"], ["For whom?", "Bob"], ["For whom?", "Cleo"], ["Theme", "Dark"]]})
+        ["For whom?", "Alice"], ["For whom?", "Bob"], ["For whom?", "Cleo"], ["Theme", "Dark"]],
+        "toggles": {"Alice": True, "Bob": True, "Cleo": True}})
     assert ticks == "tick “Alice”, “Bob” and “Cleo” under “For whom?” and use the dark theme"  # not "set … to" ×3
+    # boxes the form came with ticked are unticked, and options of a list box are selected, never ticked
+    mixed = backend.goal_phrase("en", {"kind": "setting", "choices": [
+        ["For whom?", "Alice"], ["For whom?", "Bob"], ["Tags", "red"], ["Tags", "blue"]],
+        "toggles": {"Alice": False, "Bob": False}})
+    assert mixed == "untick “Alice” and “Bob” under “For whom?” and select “red” and “blue” under “Tags”", mixed
     create = backend.goal_phrase("en", {"kind": "create", "form": "Manage your shared expenses, easily", "fields": [
         ["Project name", "Trip"], ["Password", "x1"], ["Email", "a@b.c"]]})
     # A tagline names no kind of item ("a easily"); the form's "Project name" field does.
@@ -308,11 +314,13 @@ def test_goal_phrases_read_like_a_person_wrote_them():
     assert nameless == "create an entry titled “Ann” and with email “a@b.c”"  # a person's name is no kind of item
     # An edit form of the app's own record (I Hate Money's project settings) has no item to name.
     edit = {"kind": "edit", "form": "Edit project", "target": "Edit project", "item": "",
-            "fields": [["Current private code", "x1"]], "choices": [["", "Enable project history"]]}
+            "fields": [["Current private code", "x1"]], "choices": [["", "Enable project history"]],
+            "toggles": {"Enable project history": False}}
     assert backend.goal_phrase("en", edit) == "update “Edit project”"
     task = json.loads(backend.task_text({"language": "en", "goal": edit, "variant": ""}))["task"]
     # and it asks for the box it ticks as well as the value it types: the trajectory does both
     assert "“”" not in task and "Edit project" in task and "“x1”" in task and "Enable project history" in task
+    assert "untick “Enable project history”" in task, task  # it was ticked: the trajectory clears it
     assert backend.goal_phrase("en", {"kind": "create", "form": "New note", "fields": [["Title", "T"]]}) == \
         "create a note titled “T”"
 
@@ -419,3 +427,33 @@ def test_the_apps_own_title_on_every_screen_never_names_a_step_screen():
     assert screen_name(bare, graph.site_titles) == "Notes app"
     # On an app whose screens each show their own title, nothing is a site title.
     assert build_graph("notes", obs, transitions).site_titles == frozenset()
+
+
+def test_a_screen_without_a_heading_is_named_by_its_own_navigation_link():
+    """I Hate Money's bill list has no heading: every step on it read "I'm looking at the app's current screen."
+    The navigation bar's item for the page ("Bills") is on the screen and is what opened it from elsewhere, so it
+    names it; a link seen only on other screens does not (the agent could not read it here)."""
+    from test_synth_toygraph import notes_records
+
+    from pipelines.synthesis.calls import screen_name, step_call
+    from pipelines.synthesis.graph_input import build_graph
+
+    obs, transitions = notes_records()
+    own = Element(id="nav-all", role="link", text="All notes", clickable=True, bbox=BBox(x1=200, y1=10, x2=290, y2=40))
+
+    def bare(with_link: bool) -> list:
+        return [o.model_copy(update={"elements": [e for e in o.elements if e.id != "notes-h1"]
+                                     + ([own] if with_link else [])})
+                if o.location.endswith("/notes") else o for o in obs]
+
+    graph = build_graph("notes", bare(True), transitions)
+    assert graph.page_links["/notes"] == "All notes" and graph.page_links["/settings"] == "Settings"
+    plan = next(p for p in plan_goals(graph) if p.kind == "screen" and p.facts.target == "Settings")
+    call = step_call(graph, plan, 0, "Open Settings.", "en", "v")
+    assert call.payload["screen"]["screen"] == "All notes", call.payload["screen"]
+    unlinked = build_graph("notes", bare(False), transitions)
+    notes_obs = next(o for o in unlinked.observations.values() if o.location.endswith("/notes"))
+    assert screen_name(notes_obs, unlinked.site_titles, unlinked.page_links) == ""
+    # a heading still comes first
+    assert screen_name(next(o for o in obs if o.location.endswith("/notes")), frozenset(), graph.page_links) \
+        == "Your notes"

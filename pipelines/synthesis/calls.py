@@ -17,12 +17,21 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from pipelines.synthesis.goals import GoalPlan, PlanStep, StepRole
 from pipelines.synthesis.graph_input import AppGraph
-from pipelines.synthesis.screens import MAX_TEXT_CHARS, clip, heading, location_path, spoken_label, visible_texts
+from pipelines.synthesis.screens import (
+    MAX_TEXT_CHARS,
+    clip,
+    heading,
+    link_named,
+    location_path,
+    spoken_label,
+    visible_texts,
+)
 from pipelines.synthesis.verify.hindsight import after_only
 from schemas import Action, ActionType, Observation
 from schemas.exporters.guilibra import action_value, guilibra_type
@@ -60,14 +69,16 @@ def render_data(data: Any) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e")
 
 
-def screen_name(obs: Observation, site: frozenset[str] = frozenset()) -> str:
-    """What a person would call the screen: its heading ("" when it has none: never a URL segment), passing over
-    the app's own title (``site``, ``AppGraph.site_titles``) while the screen has another."""
-    return heading(obs, site)
+def screen_name(obs: Observation, site: frozenset[str] = frozenset(), page_links: Mapping[str, str] | None = None
+                ) -> str:
+    """What a person would call the screen: its heading, passing over the app's own title (``site``,
+    ``AppGraph.site_titles``) while the screen has another; without one, the navigation link on screen that opens
+    this page (``page_links``, ``screens.link_named``); "" when neither names it — never a URL segment."""
+    return heading(obs, site) or (link_named(obs, page_links) if page_links else "")
 
 
-def screen_summary(obs: Observation, site: frozenset[str] = frozenset()) -> dict[str, Any]:
-    return {"screen": screen_name(obs, site), "location": location_path(obs),
+def screen_summary(obs: Observation, graph: AppGraph) -> dict[str, Any]:
+    return {"screen": screen_name(obs, graph.site_titles, graph.page_links), "location": location_path(obs),
             "texts": visible_texts(obs, MAX_TEXTS)}
 
 
@@ -76,8 +87,8 @@ def _screen_in_context(graph: AppGraph, plan: GoalPlan, index: int, obs: Observa
     earlier steps named (same location), not an unnamed screen — and not the section heading that scrolled
     into view ("Advanced export" at the foot of a table is not the table's name). A capture holds only what
     the viewport shows, so the name comes from the step before the scrolls."""
-    site = graph.site_titles
-    summary = screen_summary(obs, site)
+    site, links = graph.site_titles, graph.page_links
+    summary = screen_summary(obs, graph)
     here = location_path(obs)
     only_scrolled = True
     for earlier in reversed(plan.steps[:index]):
@@ -88,8 +99,8 @@ def _screen_in_context(graph: AppGraph, plan: GoalPlan, index: int, obs: Observa
         only_scrolled = only_scrolled and ActionType(earlier.action.type) is ActionType.SCROLL
         if summary["screen"] and not only_scrolled:
             break
-        if screen_name(before, site):
-            return {**summary, "screen": screen_name(before, site)}
+        if screen_name(before, site, links):
+            return {**summary, "screen": screen_name(before, site, links)}
     return summary
 
 
@@ -150,8 +161,8 @@ def task_call(graph: AppGraph, plan: GoalPlan, language: str, variant: str) -> C
         "language": language,
         "app_id": graph.app_id,
         "goal": goal_payload(plan),
-        "start": screen_summary(first, graph.site_titles),
-        "end": screen_summary(last, graph.site_titles),
+        "start": screen_summary(first, graph),
+        "end": screen_summary(last, graph),
         "steps": [{"role": s.role, "action": action_payload(s.action), "target": s.target_label}
                   for s in plan.steps],
         "variant": variant,

@@ -14,7 +14,7 @@ not mix a phone screenshot with a desktop one, and replay needs one viewport.
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -24,7 +24,15 @@ from typing import TypeVar
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipelines.synthesis.screens import site_titles
+from pipelines.synthesis.screens import (
+    TIME_OF_DAY,
+    WORDY,
+    clip,
+    location_path,
+    site_titles,
+    spoken_label,
+    usable_name,
+)
 from schemas import Observation, Reject, Transition
 from schemas.arrow import kind_of
 from schemas.jsontext import loads
@@ -82,6 +90,24 @@ class AppGraph:
         """The app's own title headings, on (nearly) every state (``screens.site_titles``): never a screen's name."""
         return site_titles([self.observations[i] for i in ids if i in self.observations]
                            for ids in self.state_observations.values())
+
+    @cached_property
+    def page_links(self) -> dict[str, str]:
+        """For each page (location path) the words on the links that opened it from another page, the most used
+        first — what a person calls a page that shows no heading (``screens.link_named``). Only effective taps of
+        a link with a usable name; a time of day or a bare number names an entry or a row, never a page."""
+        said: dict[str, Counter[str]] = defaultdict(Counter)
+        for t in self.transitions:
+            before, after = self.observations.get(t.from_observation_id), self.observations.get(t.to_observation_id)
+            if before is None or after is None or t.error or not t.effective or not t.action.target_element_id:
+                continue
+            if location_path(before) == location_path(after):
+                continue
+            el = before.element(t.action.target_element_id)
+            name = clip(spoken_label(el)) if el is not None and el.role == "link" else ""
+            if name and WORDY.search(name) and not TIME_OF_DAY.search(name) and usable_name(name):
+                said[location_path(after)][name] += 1
+        return {page: names.most_common(1)[0][0] for page, names in said.items()}
 
     def parallel_edges(self, edge: Transition) -> list[Transition]:
         """Every other effective edge from the same state to the same next state (equally correct actions)."""

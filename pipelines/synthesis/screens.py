@@ -11,7 +11,7 @@ re-anchored on another without landing on a different list item.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from urllib.parse import urlparse
 
 from pipelines.synthesis.injection import looks_like_injection
@@ -24,6 +24,7 @@ DIALOG_ROLES = {"dialog", "alertdialog"}
 CAPTION_ROLES = {"legend"}  # names a screen only where it has no heading
 GROUP_LABEL_ROLES = {"legend", "group", "radiogroup"}
 CHOICE_ROLES = {"radio", "checkbox", "switch", "option", "menuitemradio", "menuitemcheckbox"}
+BOX_ROLES = {"checkbox", "switch", "menuitemcheckbox"}  # choices that are on or off: ticked or cleared, not picked
 TEXT_ROLES = {"paragraph", "text", "statictext", "", "generic", "cell", "listitem", "article", "region"}
 GLOSS_RE = re.compile(r"^(?P<native>.+?)\s*[(（](?P<gloss>[^()（）]+)[)）]\s*$")
 CJK_RE = re.compile(r"[\u4e00-\u9fff]")
@@ -44,7 +45,7 @@ CONTENTS_HEADING = re.compile(r"^\W*(table of contents|contents|on this page|in 
                               re.IGNORECASE)
 
 
-def _usable_name(text: str) -> bool:
+def usable_name(text: str) -> bool:
     text = " ".join(text.split())
     return (bool(text) and len(text.split()) <= MAX_NAME_WORDS and not CONTENTS_HEADING.match(text)
             and not looks_like_injection(text))
@@ -93,7 +94,7 @@ def _heading_names(obs: Observation, roles: set[str]) -> list[tuple[Element, str
     for e in obs.elements:
         if e.role in roles and e.visible:
             name = heading_text(obs, e)
-            if _usable_name(name):
+            if usable_name(name):
                 out.append((e, name))
     return out
 
@@ -110,7 +111,7 @@ def heading(obs: Observation, skip: frozenset[str] = frozenset()) -> str:
         inside = [name for h, name in named if d.bbox.contains(*h.bbox.center)]
         if inside:
             return clip(inside[0])
-        if _usable_name(d.label) and d.label != d.role:
+        if usable_name(d.label) and d.label != d.role:
             return clip(d.label)
     if named:
         return clip(named[0][1])
@@ -153,6 +154,17 @@ def new_headings(before: Observation, after: Observation) -> list[str]:
     """
     old = set(headings(before))
     return [h for h in headings(after) if h not in old]
+
+
+def link_named(obs: Observation, page_links: Mapping[str, str]) -> str:
+    """A screen with no heading named by the link that opens its page (``AppGraph.page_links``), when that link is
+    on the screen itself: the navigation bar's item for the current page (I Hate Money's bill list is "Bills",
+    its settle page "Settle"). A link seen only elsewhere is not what this screen shows, and an agent on it could
+    not read the name off it; "" when no such link is on screen."""
+    name = page_links.get(location_path(obs), "")
+    shown = name and any(e.visible and e.clickable and e.role == "link" and clip(spoken_label(e)) == name
+                         for e in obs.elements)
+    return name if shown else ""
 
 
 def has_dialog(obs: Observation) -> bool:
