@@ -133,6 +133,36 @@ def test_a_form_task_repeats_exactly_what_the_crawler_typed_before_the_submit():
     assert ("create", "New note") not in _plans(g2)
 
 
+def test_a_box_the_form_came_with_ticked_is_unticked_in_the_task_never_selected():
+    """I Hate Money's "Enable project history" is ticked on the settings form; the crawler's tap cleared it, and
+    the task said "… and select Enable project history" — the opposite of what the trajectory does."""
+    from pipelines.synthesis.backends.offline import OfflineBackend
+    from pipelines.synthesis.prompts import load_prompts
+    from pipelines.synthesis.runner import plan_step_calls
+
+    for ticked in (True, False):
+        box = Element(id="pin", role="checkbox", text="Pinned", checked=ticked, checkable=True, clickable=True,
+                      bbox=BBox(x1=20, y1=100, x2=140, y2=130))
+        obs, transitions = notes_records(extra={"form": [box]})
+        form = next(o for o in obs if o.location.endswith("/notes/new"))
+        tap = Transition(id="e07c", run_id="run-1", app_id="notes", from_state="form", to_state="form",
+                         from_observation_id=form.id, to_observation_id=form.id, effective=False,
+                         timestamp=T0 + timedelta(seconds=1, milliseconds=500),
+                         action=Action(type="click", x=80, y=115, image_width=form.width, image_height=form.height,
+                                       target_element_id="pin", target_bbox=box.bbox))
+        g = build_graph("notes", obs, [*transitions, tap])
+        create = _plans(g)[("create", "New note")]
+        assert create.facts.choices == [("", "Pinned")] and create.facts.toggles == {"Pinned": not ticked}
+        backend = OfflineBackend(load_prompts())
+        phrase = backend.goal_phrase("en", {"kind": create.kind, **create.facts.as_payload()})
+        assert ("untick “Pinned”" in phrase) == ticked and ("tick “Pinned”" in phrase) and "select" not in phrase, \
+            phrase
+        calls = plan_step_calls(g, [create], {create.plan_id: ("Create a note.", 0)}, "en")
+        choose = next(c for c in calls.values() if c.payload["role"] == "choose")
+        think = backend.reasoning(choose.payload, "")
+        assert ("untick" in think or "cleared" in think) == ticked, think
+
+
 def _with_paths(obs, paths):
     """``obs`` with DOM paths set on the elements named in ``paths`` (id -> path)."""
     return obs.model_copy(update={"elements": [e.model_copy(update={"path": paths.get(e.id, e.path)})

@@ -40,6 +40,7 @@ from pipelines.synthesis.navigation import (
     timeline,
 )
 from pipelines.synthesis.screens import (
+    BOX_ROLES,
     HEADING_ROLES,
     INDEX_RE,
     SYSTEM_NAME,
@@ -139,6 +140,10 @@ class GoalFacts:
     form: str = ""  # the form's heading ("New note", "Settings")
     fields: list[tuple[str, str]] = field(default_factory=list)  # (field label, value typed)
     choices: list[tuple[str, str]] = field(default_factory=list)  # (group legend, option label)
+    # The choices that are boxes (a checkbox, a switch), by label: True where the plan ticks it, False where it
+    # clears one the form came with ticked — "select Enable project history" for a box the crawler unticked told
+    # the agent the opposite of what the trajectory does.
+    toggles: dict[str, bool] = field(default_factory=dict)
     commit: str = ""  # label of the submit control
     answer: str = ""
     dialog: bool = False  # the goal is an overlay (a dialog, a menu panel) over the screen it opened on
@@ -149,6 +154,7 @@ class GoalFacts:
     def as_payload(self) -> dict[str, object]:
         return {"target": self.target, "noun": self.noun, "item": self.item, "form": self.form,
                 "fields": [list(f) for f in self.fields], "choices": [list(c) for c in self.choices],
+                "toggles": dict(self.toggles),
                 "commit": self.commit, "answer": self.answer, "dialog": self.dialog, "is_form": self.is_form,
                 "answer_on_list": self.answer_on_list, "tab": self.tab}
 
@@ -717,6 +723,8 @@ class Planner:
             if is_choice(g, f):
                 group = group_label(obs, el) if el is not None else ""
                 facts.choices.append((group, label))
+                if el is not None and el.role in BOX_ROLES:
+                    facts.toggles[label] = not el.checked
                 steps.append(PlanStep(StepRole.CHOOSE, obs.id, a.action, f.id, f.to_observation_id, label,
                                       el.role if el is not None else "", group))
             else:

@@ -115,16 +115,26 @@ class OfflineBackend(Backend):
         return _join(self._choice_parts(lang, goal), self.phrases["task"][lang])
 
     def _choice_parts(self, lang: str, goal: dict[str, Any]) -> list[str]:
+        """The options a form task sets: a box is ticked or unticked (``toggles``: which the trajectory does, read
+        off the box before it was tapped), any other option is picked, by its group's kind of phrase."""
         t = self.phrases["task"][lang]
+        toggles = goal.get("toggles") or {}
         parts = []
         grouped: dict[str, list[str]] = {}
+        boxes: dict[tuple[str, str], list[str]] = {}
         for group, option in goal.get("choices") or []:
-            grouped.setdefault(group, []).append(gloss(option, lang))
+            if option in toggles:
+                boxes.setdefault((group, "tick" if toggles[option] else "untick"), []).append(gloss(option, lang))
+            else:
+                grouped.setdefault(group, []).append(gloss(option, lang))
+        for (group, how), names in boxes.items():
+            options = _join([f"“{n}”" for n in names], t)
+            parts.append(t["choice"][f"{how}_in" if group else how].format(options=options, group=group))
         for group, names in grouped.items():
             kind = next((k for k, rx in self.group_kinds.items() if group and rx.search(group)), "other")
             if kind == "other" and not group:
                 kind = "bare"
-            if len(names) > 1:  # several boxes ticked in one group: one phrase, never "set X to A and set X to B"
+            if len(names) > 1:  # several options picked in one group: one phrase, never "set X to A and set X to B"
                 options = _join([f"“{n}”" for n in names], t)
                 parts.append(t["choice"]["several"].format(options=options, group=group, group_lc=group.lower()))
                 continue
@@ -261,6 +271,8 @@ class OfflineBackend(Backend):
             else:
                 family = "navigate_on"
             text = _pick(r[family], seed).format(**fmt)
+        elif role == "choose" and label in (goal.get("toggles") or {}):
+            text = _pick(r["tick" if goal["toggles"][label] else "untick"], seed).format(**fmt)
         elif role in ("fill", "choose"):
             text = _pick(r[role], seed).format(**fmt)
         elif role == "commit":
