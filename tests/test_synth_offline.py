@@ -447,13 +447,20 @@ def test_a_screen_without_a_heading_is_named_by_its_own_navigation_link():
                 if o.location.endswith("/notes") else o for o in obs]
 
     graph = build_graph("notes", bare(True), transitions)
-    assert graph.page_links["/notes"] == "All notes" and graph.page_links["/settings"] == "Settings"
+    assert graph.page_links["/notes"] == ("All notes",) and graph.page_links["/settings"][0] == "Settings"
     plan = next(p for p in plan_goals(graph) if p.kind == "screen" and p.facts.target == "Settings")
     call = step_call(graph, plan, 0, "Open Settings.", "en", "v")
     assert call.payload["screen"]["screen"] == "All notes", call.payload["screen"]
     unlinked = build_graph("notes", bare(False), transitions)
     notes_obs = next(o for o in unlinked.observations.values() if o.location.endswith("/notes"))
     assert screen_name(notes_obs, unlinked.site_titles, unlinked.page_links) == ""
+    # a page that shows no name of its own, with no link to itself on screen, is called by the link that opened it
+    nameless = [o.model_copy(update={"elements": [e for e in o.elements if e.id != "settings-h1"]})
+                if o.location.endswith("/settings") else o for o in obs]
+    g2 = build_graph("notes", nameless, transitions)
+    about = next(p for p in plan_goals(g2) if p.kind == "screen" and p.facts.target == "About this app")
+    assert [s.target_label for s in about.steps[:2]] == ["Settings", "About"], about.steps
+    assert step_call(g2, about, 1, "Open About this app.", "en", "v").payload["screen"]["screen"] == "Settings"
     # a heading still comes first
     assert screen_name(next(o for o in obs if o.location.endswith("/notes")), frozenset(), graph.page_links) \
         == "Your notes"

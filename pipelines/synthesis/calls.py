@@ -29,6 +29,7 @@ from pipelines.synthesis.screens import (
     heading,
     link_named,
     location_path,
+    names_a_page,
     spoken_label,
     visible_texts,
 )
@@ -69,8 +70,8 @@ def render_data(data: Any) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e")
 
 
-def screen_name(obs: Observation, site: frozenset[str] = frozenset(), page_links: Mapping[str, str] | None = None
-                ) -> str:
+def screen_name(obs: Observation, site: frozenset[str] = frozenset(),
+                page_links: Mapping[str, tuple[str, ...]] | None = None) -> str:
     """What a person would call the screen: its heading, passing over the app's own title (``site``,
     ``AppGraph.site_titles``) while the screen has another; without one, the navigation link on screen that opens
     this page (``page_links``, ``screens.link_named``); "" when neither names it — never a URL segment."""
@@ -86,7 +87,9 @@ def _screen_in_context(graph: AppGraph, plan: GoalPlan, index: int, obs: Observa
     """The screen as the agent knows it at this step: a page scrolled past its heading is still the page the
     earlier steps named (same location), not an unnamed screen — and not the section heading that scrolled
     into view ("Advanced export" at the foot of a table is not the table's name). A capture holds only what
-    the viewport shows, so the name comes from the step before the scrolls."""
+    the viewport shows, so the name comes from the step before the scrolls. A page with no name of its own is
+    called by the link the agent tapped to open it (I Hate Money's history page, opened by "History" in a menu
+    that is closed once it is there), as the goal itself is."""
     site, links = graph.site_titles, graph.page_links
     summary = screen_summary(obs, graph)
     here = location_path(obs)
@@ -94,6 +97,9 @@ def _screen_in_context(graph: AppGraph, plan: GoalPlan, index: int, obs: Observa
     for earlier in reversed(plan.steps[:index]):
         before = graph.observation(earlier.observation_id)
         if location_path(before) != here:
+            opened = earlier.target_label if earlier.target_role == "link" else ""
+            if not summary["screen"] and names_a_page(opened):
+                return {**summary, "screen": opened}
             break
         # A tap that stays on the page (a panel, a tab) may really rename it; scrolls never do.
         only_scrolled = only_scrolled and ActionType(earlier.action.type) is ActionType.SCROLL

@@ -24,15 +24,7 @@ from typing import TypeVar
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipelines.synthesis.screens import (
-    TIME_OF_DAY,
-    WORDY,
-    clip,
-    location_path,
-    site_titles,
-    spoken_label,
-    usable_name,
-)
+from pipelines.synthesis.screens import clip, location_path, names_a_page, site_titles, spoken_label
 from schemas import Observation, Reject, Transition
 from schemas.arrow import kind_of
 from schemas.jsontext import loads
@@ -92,10 +84,10 @@ class AppGraph:
                            for ids in self.state_observations.values())
 
     @cached_property
-    def page_links(self) -> dict[str, str]:
+    def page_links(self) -> dict[str, tuple[str, ...]]:
         """For each page (location path) the words on the links that opened it from another page, the most used
-        first — what a person calls a page that shows no heading (``screens.link_named``). Only effective taps of
-        a link with a usable name; a time of day or a bare number names an entry or a row, never a page."""
+        first — what a person calls a page that shows no heading (``screens.link_named``: the first of them on
+        screen). Only effective taps of a link whose words can name a page (``screens.names_a_page``)."""
         said: dict[str, Counter[str]] = defaultdict(Counter)
         for t in self.transitions:
             before, after = self.observations.get(t.from_observation_id), self.observations.get(t.to_observation_id)
@@ -105,9 +97,9 @@ class AppGraph:
                 continue
             el = before.element(t.action.target_element_id)
             name = clip(spoken_label(el)) if el is not None and el.role == "link" else ""
-            if name and WORDY.search(name) and not TIME_OF_DAY.search(name) and usable_name(name):
+            if names_a_page(name):
                 said[location_path(after)][name] += 1
-        return {page: names.most_common(1)[0][0] for page, names in said.items()}
+        return {page: tuple(name for name, _n in names.most_common()) for page, names in said.items()}
 
     def parallel_edges(self, edge: Transition) -> list[Transition]:
         """Every other effective edge from the same state to the same next state (equally correct actions)."""

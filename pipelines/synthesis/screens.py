@@ -156,15 +156,19 @@ def new_headings(before: Observation, after: Observation) -> list[str]:
     return [h for h in headings(after) if h not in old]
 
 
-def link_named(obs: Observation, page_links: Mapping[str, str]) -> str:
-    """A screen with no heading named by the link that opens its page (``AppGraph.page_links``), when that link is
-    on the screen itself: the navigation bar's item for the current page (I Hate Money's bill list is "Bills",
-    its settle page "Settle"). A link seen only elsewhere is not what this screen shows, and an agent on it could
-    not read the name off it; "" when no such link is on screen."""
-    name = page_links.get(location_path(obs), "")
-    shown = name and any(e.visible and e.clickable and e.role == "link" and clip(spoken_label(e)) == name
-                         for e in obs.elements)
-    return name if shown else ""
+def names_a_page(label: str) -> bool:
+    """Whether a link's words can name the page it opens: a usable name with words in it — a time of day or a bare
+    number names a timeline entry or a table row, never a page."""
+    return bool(label) and bool(WORDY.search(label)) and not TIME_OF_DAY.search(label) and usable_name(label)
+
+
+def link_named(obs: Observation, page_links: Mapping[str, tuple[str, ...]]) -> str:
+    """A screen with no heading named by a link that opens its page (``AppGraph.page_links``, most used first)
+    and is on the screen itself: the navigation bar's item for the current page (I Hate Money's bill list is
+    "Bills", though "Try out the demo" on the start page opened it as often). A link seen only elsewhere is not
+    what this screen shows, and an agent on it could not read the name off it; "" when none is on screen."""
+    shown = {clip(spoken_label(e)) for e in obs.elements if e.visible and e.clickable and e.role == "link"}
+    return next((name for name in page_links.get(location_path(obs), ()) if name in shown), "")
 
 
 def has_dialog(obs: Observation) -> bool:
