@@ -732,8 +732,14 @@ def test_a_title_written_for_the_program_gives_way_to_the_words_that_opened_it()
     renamed = [o.model_copy(update={"elements": [e.model_copy(update={"text": "$:/Settings"}) if e.role == "heading"
                                                  else e for e in o.elements]})
                if o.location.endswith("/settings") else o for o in observations]
-    targets = {t for _k, t in _plans(build_graph("notes", renamed, transitions))}
-    assert "Settings" in targets and "$:/Settings" not in targets
+    graph = build_graph("notes", renamed, transitions)
+    plans = _plans(graph)
+    assert "Settings" in {t for _k, t in plans} and "$:/Settings" not in {t for _k, t in plans}
+    # and the steps on it say the same: "I'm on the Settings screen", never "This is $:/Settings."
+    from pipelines.synthesis.calls import step_call
+
+    about = plans[("screen", "About this app")]
+    assert step_call(graph, about, 1, "Open About this app.", "en", "v").payload["screen"]["screen"] == "Settings"
 
 
 def test_a_control_that_sounds_like_a_submit_is_probed_where_the_crawl_saw_it_only_open_a_screen():

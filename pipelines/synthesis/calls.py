@@ -25,6 +25,7 @@ from pipelines.synthesis.goals import GoalPlan, PlanStep, StepRole
 from pipelines.synthesis.graph_input import AppGraph
 from pipelines.synthesis.screens import (
     MAX_TEXT_CHARS,
+    as_said,
     clip,
     heading,
     link_named,
@@ -92,6 +93,8 @@ def _screen_in_context(graph: AppGraph, plan: GoalPlan, index: int, obs: Observa
     that is closed once it is there), as the goal itself is."""
     site, links = graph.site_titles, graph.page_links
     summary = screen_summary(obs, graph)
+    if summary["screen"]:
+        summary["screen"] = as_said(summary["screen"], _opener(graph, plan, index, summary["screen"]))
     here = location_path(obs)
     only_scrolled = True
     for earlier in reversed(plan.steps[:index]):
@@ -108,6 +111,16 @@ def _screen_in_context(graph: AppGraph, plan: GoalPlan, index: int, obs: Observa
         if screen_name(before, site, links):
             return {**summary, "screen": screen_name(before, site, links)}
     return summary
+
+
+def _opener(graph: AppGraph, plan: GoalPlan, index: int, name: str) -> str:
+    """The words on the control of the step that brought up the screen called ``name`` at step ``index`` (the
+    step before the run of steps on it); "" when the plan started on it."""
+    site, links = graph.site_titles, graph.page_links
+    for earlier in reversed(plan.steps[:index]):
+        if screen_name(graph.observation(earlier.observation_id), site, links) != name:
+            return earlier.target_label
+    return ""
 
 
 def action_payload(action: Action) -> dict[str, Any]:

@@ -43,11 +43,11 @@ from pipelines.synthesis.screens import (
     BOX_ROLES,
     HEADING_ROLES,
     INDEX_RE,
-    SYSTEM_NAME,
     TEXT_ROLES,
     TIME_OF_DAY,
     WORDY,
     ElementKey,
+    as_said,
     clip,
     element_key,
     group_label,
@@ -649,10 +649,7 @@ class Planner:
         if named is None:
             return None
         name, shape = named
-        said = clip(spoken_label(target)) if target is not None else ""
-        if SYSTEM_NAME.match(name) and said and not SYSTEM_NAME.match(said):
-            return said[0].upper() + said[1:], shape  # "$:/AdvancedSearch", opened by "advanced search"
-        return name, shape
+        return as_said(name, clip(spoken_label(target)) if target is not None else ""), shape
 
     def _screen_name(self, before: Observation, after: Observation, target: Element | None) -> tuple[str, str] | None:
         """``_name`` before a program's title is traded for the words of the control that opened it."""

@@ -258,6 +258,14 @@ TIME_OF_DAY = re.compile(r"(?<![\d:])\d{1,2}:\d{2}(:\d{2})?(?![\d:])")
 SYSTEM_NAME = re.compile(r"^(\$:/\S*|[\w.-]+(/[\w.-]+)+)$")
 
 
+def as_said(name: str, opener: str) -> str:
+    """A screen's name as a person says it: a program's title (``SYSTEM_NAME``) gives way to the words on the
+    control that opened it ("$:/ControlPanel", opened by "control panel", is "Control panel")."""
+    if SYSTEM_NAME.match(name) and opener and not SYSTEM_NAME.match(opener):
+        return opener[0].upper() + opener[1:]
+    return name
+
+
 def spoken_label(el: Element) -> str:
     """The name a person could read off the screen or say: the element's text or accessible description, or a
     resource id that is a plain word ("logo"); "" for an id written for code, a role or a class name (an icon
