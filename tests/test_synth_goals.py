@@ -506,8 +506,8 @@ def test_names_in_style_capitals_are_written_as_a_person_types_them_and_timestam
     """Trac's navigation bar is capitalised by CSS ("VIEW TICKETS"), which the capture keeps; its timeline
     entries start with the time the seed was made ("00:43 MeetingNotes created by trac"), which another
     instance of the app does not show — the replay of such an item task failed on every fresh instance."""
-    from pipelines.synthesis.goals import _as_written
     from pipelines.synthesis.screens import TIME_OF_DAY
+    from pipelines.synthesis.screens import as_written as _as_written
 
     assert _as_written("VIEW TICKETS") == "View tickets" and _as_written("SEARCH") == "Search"
     for kept in ("FAQ", "RSS", "Timeline", "iPhone", "ÜBERSICHT", "CamelCase"):

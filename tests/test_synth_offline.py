@@ -271,6 +271,13 @@ def test_a_section_heading_scrolled_into_view_does_not_rename_the_page():
     assert after_scroll.payload["screen"]["screen"] == "Your notes"
     after_tap = step_call(graph, with_first_action(first.action), 1, "Open Groceries.", "en", "v")
     assert after_tap.payload["screen"]["screen"] == "Advanced export"
+    # Two scrolls: the capture between them shows a section heading, and the page is still what its top was
+    # (Trac: "I'm on the Requirements screen." two scrolls down "reStructuredText Support in Trac").
+    twice = dataclasses.replace(plan, steps=[dataclasses.replace(first, observation_id=top.id, action=scroll),
+                                             dataclasses.replace(first, observation_id=scrolled.id, action=scroll),
+                                             dataclasses.replace(first, observation_id=scrolled.id),
+                                             *plan.steps[1:]])
+    assert step_call(graph, twice, 2, "Open Groceries.", "en", "v").payload["screen"]["screen"] == "Your notes"
 
 
 def test_a_control_without_text_is_never_quoted_by_its_role():

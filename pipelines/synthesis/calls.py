@@ -26,6 +26,7 @@ from pipelines.synthesis.graph_input import AppGraph
 from pipelines.synthesis.screens import (
     MAX_TEXT_CHARS,
     as_said,
+    as_written,
     clip,
     heading,
     link_named,
@@ -93,24 +94,30 @@ def _screen_in_context(graph: AppGraph, plan: GoalPlan, index: int, obs: Observa
     that is closed once it is there), as the goal itself is."""
     site, links = graph.site_titles, graph.page_links
     summary = screen_summary(obs, graph)
-    if summary["screen"]:
-        summary["screen"] = as_said(summary["screen"], _opener(graph, plan, index, summary["screen"]))
+    name = summary["screen"]
     here = location_path(obs)
-    only_scrolled = True
-    for earlier in reversed(plan.steps[:index]):
-        before = graph.observation(earlier.observation_id)
-        if location_path(before) != here:
-            opened = earlier.target_label if earlier.target_role == "link" else ""
-            if not summary["screen"] and names_a_page(opened):
-                return {**summary, "screen": opened}
+
+    def named(i: int) -> str:
+        return screen_name(graph.observation(plan.steps[i].observation_id), site, links)
+
+    # Steps top .. index-1 are on this page: only scrolls, or up to the latest tap that kept the page.
+    top, tapped = index, False
+    while top > 0 and location_path(graph.observation(plan.steps[top - 1].observation_id)) == here:
+        top -= 1
+        if ActionType(plan.steps[top].action.type) is not ActionType.SCROLL:
+            tapped = True
             break
-        # A tap that stays on the page (a panel, a tab) may really rename it; scrolls never do.
-        only_scrolled = only_scrolled and ActionType(earlier.action.type) is ActionType.SCROLL
-        if summary["screen"] and not only_scrolled:
-            break
-        if screen_name(before, site, links):
-            return {**summary, "screen": screen_name(before, site, links)}
-    return summary
+    if tapped:  # a tap that stays on the page (a panel, a tab) may rename it; if it shows no name, it kept it
+        name = name or named(top)
+    else:  # scrolls never rename a page: it is called what it was called when it was reached
+        first = named(top) if top < index else name
+        opener = plan.steps[top - 1] if top > 0 else None
+        if not first and opener is not None and opener.target_role == "link" and names_a_page(opener.target_label):
+            first = as_written(opener.target_label)
+        name = first or name
+    if name:
+        name = as_said(name, _opener(graph, plan, index, name))
+    return {**summary, "screen": name}
 
 
 def _opener(graph: AppGraph, plan: GoalPlan, index: int, name: str) -> str:

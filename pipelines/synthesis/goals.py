@@ -48,6 +48,7 @@ from pipelines.synthesis.screens import (
     WORDY,
     ElementKey,
     as_said,
+    as_written,
     clip,
     element_key,
     group_label,
@@ -258,15 +259,6 @@ def _item_of(nav: Navigator, hops: list[tuple[Transition, Anchored]], nav_links:
             noun = noun_from_heading(heading(obs, g.site_titles)) if page is None or _within(obs, page) else ""
             return clip(row or spoken_label(el)), noun
     return "", ""
-
-
-def _as_written(name: str) -> str:
-    """A name shown in capitals by the page's style ("VIEW TICKETS": CSS ``text-transform``, which the captured
-    text keeps) as a person would type it in a task, "View tickets"; an acronym ("FAQ", "RSS") stays."""
-    letters = [c for c in name if c.isalpha()]
-    if len(letters) < 5 or not name.isupper() or not all(c.isascii() for c in letters):
-        return name
-    return name[0] + name[1:].lower()
 
 
 def _filters(before: Observation, after: Observation) -> bool:
@@ -588,7 +580,7 @@ class Planner:
         if named is None:
             return
         name, shape = named
-        name = _as_written(name)
+        name = as_written(name)
         if SKIP_SCREENS.search(name) or TAGLINE.search(name):
             return
         item, noun = _item_of(nav, hops, self.nav_links, goal_obs)

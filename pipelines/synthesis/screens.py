@@ -168,7 +168,7 @@ def link_named(obs: Observation, page_links: Mapping[str, tuple[str, ...]]) -> s
     "Bills", though "Try out the demo" on the start page opened it as often). A link seen only elsewhere is not
     what this screen shows, and an agent on it could not read the name off it; "" when none is on screen."""
     shown = {clip(spoken_label(e)) for e in obs.elements if e.visible and e.clickable and e.role == "link"}
-    return next((name for name in page_links.get(location_path(obs), ()) if name in shown), "")
+    return as_written(next((name for name in page_links.get(location_path(obs), ()) if name in shown), ""))
 
 
 def has_dialog(obs: Observation) -> bool:
@@ -256,6 +256,15 @@ TIME_OF_DAY = re.compile(r"(?<![\d:])\d{1,2}:\d{2}(:\d{2})?(?![\d:])")
 # "$:/config/NewJournal/Text"), a file path. Nobody asks to be taken to "$:/AdvancedSearch"; they ask for the
 # "advanced search" the button says.
 SYSTEM_NAME = re.compile(r"^(\$:/\S*|[\w.-]+(/[\w.-]+)+)$")
+
+
+def as_written(name: str) -> str:
+    """A name shown in capitals by the page's style ("VIEW TICKETS": CSS ``text-transform``, which the captured
+    text keeps) as a person would type it, "View tickets"; an acronym ("FAQ", "RSS") stays."""
+    letters = [c for c in name if c.isalpha()]
+    if len(letters) < 5 or not name.isupper() or not all(c.isascii() for c in letters):
+        return name
+    return name[0] + name[1:].lower()
 
 
 def as_said(name: str, opener: str) -> str:
