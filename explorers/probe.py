@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from explorers.abstraction import ExactComparator, StateTable, normalize_text
 from explorers.candidates import Candidate
 from explorers.config import CrawlConfig, load_config
-from explorers.graph import Graph
+from explorers.graph import Graph, StateInfo
 from explorers.graph_log import replay_log
 from explorers.policy import Decision
 from explorers.profiles import Profile, matrix
@@ -48,13 +48,16 @@ TITLE_SEPARATORS = (" · ", " - ", " | ", " — ", " – ", " :: ")
 class ProbeRequest:
     """Try one action of one state. Name the action by ``element_id`` (``Element.id``, what a transition's
     ``action.target_element_id`` holds) or by the crawler's ``action_key``; ``expect`` lists the states it is
-    expected to reach (for the report's ``hit``)."""
+    expected to reach (for the report's ``hit``). ``label`` (the element's words) finds the element where the id
+    does not: ids carry the DOM path, and the capture a request was made from can differ from the one the
+    state's actions were recorded on (I Hate Money: 4 of 7 synthesis requests ended "no-such-action")."""
 
     state_id: str
     element_id: str = ""
     action_key: str = ""
     expect: tuple[str, ...] = ()
     why: str = ""
+    label: str = ""
 
 
 @dataclass
@@ -415,6 +418,8 @@ def resolve(graph: Graph, requests: Iterable[ProbeRequest], aliases: dict[str, s
         keys = [r.action_key] if r.action_key else [
             k for k, a in info.actions.items() if r.element_id and a.target_element_id == r.element_id]
         keys = [k for k in keys if k in info.offered]
+        if not keys and r.label and not r.action_key:
+            keys = _by_label(info, r.label)
         keys.sort(key=lambda k: (info.actions[k].type != "click", k))  # pressing an element before typing into it
         if not keys:
             done.append(ProbeResult(r.state_id, r.action_key, r.element_id, "", "no-such-action", r.why,
@@ -427,6 +432,15 @@ def resolve(graph: Graph, requests: Iterable[ProbeRequest], aliases: dict[str, s
         pending.append(_Pending(r, key, info.hints.get(key, {}).get("label", ""), sid,
                                 r.element_id or info.actions[key].target_element_id or ""))
     return pending, done
+
+
+def _by_label(info: StateInfo, label: str) -> list[str]:
+    """The one offered tap whose element says ``label`` (whitespace aside); none where several do — a label
+    repeated on a screen ("edit" on every row) does not say which one was meant."""
+    want = " ".join(label.split())[:80]
+    keys = [k for k in info.offered if k in info.actions and info.actions[k].type == "click"
+            and " ".join(info.hints.get(k, {}).get("label", "").split()) == want]
+    return keys if len(keys) == 1 else []
 
 
 # --- the entry point ---------------------------------------------------------------------------------------

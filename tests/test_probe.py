@@ -80,6 +80,12 @@ def test_resolve_maps_element_ids_and_reports_what_cannot_be_probed() -> None:
                                 ProbeRequest("ghost", "e-share"), ProbeRequest("note", "e-share")])
     assert [(p.state, p.key, p.element) for p in pending] == [("note", "k-share", "e-share")]  # deduplicated
     assert [r.status for r in done] == ["no-such-action", "no-such-state"]
+    # An id from another capture of the state is found by the element's words, where only one tap says them;
+    # "Settings" is said by two controls on the note (a link and a gear button), so it names neither.
+    pending, done = resolve(g, [ProbeRequest("note", "e-share-2", label=" Share "),
+                                ProbeRequest("note", "e-set-2", label="Settings")])
+    assert [(p.key, p.element) for p in pending] == [("k-share", "e-share-2")]
+    assert [(r.element_id, r.status) for r in done] == [("e-set-2", "no-such-action")]
     # A state named by the id another worker's merge gave it is found under this worker's own id.
     pending, done = resolve(g, [ProbeRequest("note-merged", "e-share")], {"note": "note-merged"})
     assert [(p.req.state_id, p.state) for p in pending] == [("note-merged", "note")] and not done

@@ -146,7 +146,7 @@ class CrawlProber:
         if not probes:
             return {"tried": 0, "edges": 0, "new_states": 0}
         requests = [ProbeRequest(p.state, p.element_id, expect=(p.expected_state,) if p.expected_state else (),
-                                 why=p.why) for p in probes]
+                                 why=p.why, label=p.label) for p in probes]
         report = probe_shortcuts(self.config, app_id=graph.app_id, profile=graph.device or None,
                                  budget=ACTIONS_PER_PROBE * len(requests), requests=requests, graph_dir=graph_dir)
         statuses: dict[str, int] = {}
