@@ -5,12 +5,12 @@ every replayed task (``explorers.reset``), so it imports nothing from the projec
 
     python tests/app_resets.py snapshot-tiddlywiki URL FILE   # once, right after the seeded server started
     python tests/app_resets.py tiddlywiki URL FILE            # delete what is new, restore what changed
-    python tests/app_resets.py ihatemoney DB_PATH             # drop the demo project; /demo re-creates it
+    python tests/app_resets.py ihatemoney DB_PATH             # drop every project; /demo re-creates the demo
     python tests/app_resets.py trac DB_PATH SEEDED            # delete the tickets filed after the seed
 
 TiddlyWiki keeps tiddlers in its server process, so it is reset through its own HTTP API (what its browser
 client uses, with the ``X-Requested-With`` header its CSRF check wants); I Hate Money re-creates its demo
-project, with its demo bills, on the next visit to ``/demo`` when none exists, so its reset deletes that project.
+project, with its demo bills, on the next visit to ``/demo`` when none exists, so its reset deletes every project.
 """
 
 from __future__ import annotations
@@ -103,14 +103,16 @@ def reset_tiddlywiki(url: str, path: str) -> None:
 
 
 def reset_ihatemoney(db_path: str) -> None:
+    """Every project goes: the seed is the demo project alone, which the next visit to ``/demo`` re-creates with its
+    demo bills. A project the crawl created ("Weekly team sync") would otherwise outlive the reset, and a replayed
+    task creating it again is refused as a duplicate."""
     con = sqlite3.connect(db_path, timeout=30)
     try:
         with con:
-            con.execute("DELETE FROM billowers WHERE bill_id IN (SELECT b.id FROM bill b JOIN person p "
-                        "ON b.payer_id = p.id WHERE p.project_id = 'demo')")
-            con.execute("DELETE FROM bill WHERE payer_id IN (SELECT id FROM person WHERE project_id = 'demo')")
-            con.execute("DELETE FROM person WHERE project_id = 'demo'")
-            con.execute("DELETE FROM project WHERE id = 'demo'")
+            con.execute("DELETE FROM billowers")
+            con.execute("DELETE FROM bill")
+            con.execute("DELETE FROM person")
+            con.execute("DELETE FROM project")
     finally:
         con.close()
 

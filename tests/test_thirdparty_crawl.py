@@ -171,3 +171,40 @@ def test_the_wiki_reset_undoes_system_tiddlers_too(tmp_path: Path, server_log_di
         assert thirdparty.tiddler_titles(proc.url) == seeded
     finally:
         served.close()  # the generator's own finally stops the server
+
+
+def test_the_money_reset_drops_every_project_and_the_demo_comes_back(tmp_path: Path, server_log_dir: Path) -> None:
+    """A project a crawl created outlived the reset (which dropped only the demo), so a replayed "Create a project
+    titled …" task was refused as a duplicate on every fresh instance. After the reset no project is left, and the
+    next visit to ``/demo`` brings the demo back with its bills."""
+    import sqlite3
+    import urllib.request
+
+    from explorers.reset import ResetConfig, run_reset
+
+    data = tmp_path / "ihm"
+    served = _serve(thirdparty.start_ihatemoney, data, server_log_dir)
+    proc = next(served)
+    db = data / "ihatemoney.db"
+
+    def projects() -> list[str]:
+        with sqlite3.connect(db) as con:
+            return sorted(r[0] for r in con.execute("SELECT id FROM project"))
+
+    try:
+        urllib.request.urlopen(proc.url + "/demo", timeout=30).close()
+        with sqlite3.connect(db) as con:  # what a crawl's "Create" leaves: another project, a copy of the demo
+            con.row_factory = sqlite3.Row
+            row = dict(con.execute("SELECT * FROM project WHERE id = 'demo'").fetchone())
+            row.update(id="weekly-team-sync", name="Weekly team sync")
+            con.execute(f"INSERT INTO project ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
+                        list(row.values()))
+        assert projects() == ["demo", "weekly-team-sync"]
+        run_reset(ResetConfig.model_validate(thirdparty.ihatemoney_reset(data)))
+        assert projects() == []
+        urllib.request.urlopen(proc.url + "/demo", timeout=30).close()
+        assert projects() == ["demo"]
+        with sqlite3.connect(db) as con:
+            assert con.execute("SELECT COUNT(*) FROM bill").fetchone()[0] > 0
+    finally:
+        served.close()

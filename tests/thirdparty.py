@@ -165,7 +165,8 @@ def tiddlywiki_reset(url: str, wiki_dir: Path) -> dict[str, Any]:
 
 
 def ihatemoney_reset(data_dir: Path) -> dict[str, Any]:
-    """The crawl config's ``reset`` for I Hate Money started by ``start_ihatemoney`` (its demo project dropped)."""
+    """The crawl config's ``reset`` for I Hate Money started by ``start_ihatemoney``: every project dropped (the
+    demo comes back on the next visit)."""
     return {"command": [sys.executable, str(APP_RESETS), "ihatemoney", str(data_dir / "ihatemoney.db")]}
 
 
