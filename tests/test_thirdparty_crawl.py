@@ -129,6 +129,7 @@ def test_ihatemoney_from_pypi_crawled_through_appium(tmp_path: Path, appium_url:
     assert bad == []
 
 
+@pytest.mark.server  # starts the app's own server
 def test_the_wiki_reset_undoes_system_tiddlers_too(tmp_path: Path, server_log_dir: Path) -> None:
     """A crawl that presses "retain story ordering" in the control panel writes ``$:/DefaultTiddlers``, which
     decides the start screen; the server's tiddler list leaves system tiddlers out, so a reset made from it alone
@@ -173,6 +174,7 @@ def test_the_wiki_reset_undoes_system_tiddlers_too(tmp_path: Path, server_log_di
         served.close()  # the generator's own finally stops the server
 
 
+@pytest.mark.server  # starts the app's own server
 def test_the_money_reset_drops_every_project_and_the_demo_comes_back(tmp_path: Path, server_log_dir: Path) -> None:
     """A project a crawl created outlived the reset (which dropped only the demo), so a replayed "Create a project
     titled …" task was refused as a duplicate on every fresh instance. After the reset no project is left, and the
