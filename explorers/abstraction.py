@@ -67,10 +67,13 @@ def normalize_location(location: str) -> str:
 _INDEX = re.compile(r"\[\d+\]")
 
 
-def row_template(w: Widget) -> str:
-    """The element's identity with list positions removed: every row of a list shares it."""
+def row_template(w: Widget, stable_ids: bool = False) -> str:
+    """The element's identity with list positions removed: every row of a list shares it. ``stable_ids`` also
+    reads the numbers in a resource id as placeholders (``payed_for-7`` is ``payed_for-<n>``): ids an app builds
+    from its database keys, which another instance of the app numbers differently (``features``)."""
     e = w.element
-    return f"{e.role}|{e.class_name}|{e.resource_id}|{_INDEX.sub('', e.path)}"
+    rid = _NUM.sub("<n>", e.resource_id) if stable_ids else e.resource_id
+    return f"{e.role}|{e.class_name}|{rid}|{_INDEX.sub('', e.path)}"
 
 
 def element_key(w: Widget) -> str:
@@ -79,7 +82,7 @@ def element_key(w: Widget) -> str:
     return f"{e.role}|{e.resource_id}|{e.path}" if e.resource_id else f"{e.role}|{e.path}"
 
 
-def slot_keys(widgets: list[Widget]) -> list[str]:
+def slot_keys(widgets: list[Widget], stable_ids: bool = False) -> list[str]:
     """Each element's place in the screen's state identity, without sibling positions: its row template (role,
     class, resource id, path with the ``[n]`` positions removed) and which occurrence of that template it is, in
     page order. A flash message or an extra breadcrumb inserted above the content shifts every later sibling's
@@ -89,7 +92,7 @@ def slot_keys(widgets: list[Widget]) -> list[str]:
     seen: Counter[str] = Counter()
     out = []
     for w in widgets:
-        tmpl = row_template(w)
+        tmpl = row_template(w, stable_ids)
         seen[tmpl] += 1
         out.append(f"{tmpl}#{seen[tmpl]}")
     return out
@@ -112,16 +115,19 @@ def _digest(items: list[str]) -> str:
     return hashlib.sha256("\x1e".join(items).encode("utf-8")).hexdigest()[:20]
 
 
-def features(screen: Screen, with_phash: bool = True) -> Features:
-    counts = Counter(row_template(w) for w in screen.widgets)
+def features(screen: Screen, with_phash: bool = True, stable_ids: bool = False) -> Features:
+    """The capture's state identity. ``stable_ids`` (``row_template``) is for comparing captures of two instances
+    of an app — replay on a fresh one — where the crawl's own state ids stay exact: within one instance a new
+    number in an id is a new record."""
+    counts = Counter(row_template(w, stable_ids) for w in screen.widgets)
     repeated = {t for t, n in counts.items() if n >= REPEAT_MIN}
     structure: set[str] = set()
     content: dict[str, str] = {}
-    single = [w for w in screen.widgets if row_template(w) not in repeated]
-    slots = dict(zip(map(id, single), slot_keys(single), strict=True))
+    single = [w for w in screen.widgets if row_template(w, stable_ids) not in repeated]
+    slots = dict(zip(map(id, single), slot_keys(single, stable_ids), strict=True))
     for w in screen.widgets:
         e = w.element
-        tmpl = row_template(w)
+        tmpl = row_template(w, stable_ids)
         vis = "v" if e.visible else "h"
         if tmpl in repeated:
             structure.add(f"*{tmpl}|{vis}")

@@ -70,3 +70,31 @@ def test_swapped_sibling_buttons_are_another_screen_and_a_ticked_box_too() -> No
     box = _w("body[1]/div[1]/input[1]", "Watch this page", role="checkbox", checkable=True)
     ticked = _w("body[1]/div[1]/input[1]", "Watch this page", role="checkbox", checkable=True, checked=True)
     assert _key(_page(1, box)) != _key(_page(1, ticked))
+
+
+def test_ids_built_from_database_keys_match_across_instances_only_when_asked() -> None:
+    """I Hate Money numbers its bill form's boxes by participant id (``payed_for-7``); a fresh instance numbered them
+    ``payed_for-99``, and every replay of "open the Add a bill form" diverged at its first step. Replay compares
+    with ``stable_ids``; the crawl, on one instance, keeps a new number a new record. The replayed tap finds its
+    box by the same reading."""
+    from pipelines.synthesis.verify.replay import ground_action
+    from schemas import Action, DeviceProfile, Observation
+
+    def form(first_id: int) -> Screen:
+        boxes = [_w(f"body[1]/form[1]/label[{i + 1}]/input[1]", name, role="checkbox", checked=True,
+                    resource_id=f"payed_for-{first_id + i}") for i, name in enumerate(("Alice", "Amina", "Georg"))]
+        return _page(1, *boxes)
+
+    crawl, fresh = form(7), form(99)
+    assert features(crawl, False).structural_hash != features(fresh, False).structural_hash
+    assert features(crawl, False, stable_ids=True).structural_hash == \
+        features(fresh, False, stable_ids=True).structural_hash
+    els = [w.element for w in crawl.widgets]
+    recorded = Observation(id="o1", screenshot_sha256="0" * 64, width=400, height=800,
+                           device=DeviceProfile(name="desktop", width=400, height=800), platform="web", app_id="ihm",
+                           location="http://h/wiki/Front", elements=els, exact_hash="x", structural_hash="y")
+    amina = next(e for e in els if e.text == "Amina")
+    tap = Action(type="click", x=50, y=20, image_width=400, image_height=800, target_element_id=amina.id)
+    moved = ground_action(tap, recorded, fresh)
+    assert moved is not None and moved.target_element_id == next(
+        w.element.id for w in fresh.widgets if w.element.resource_id == "payed_for-100")

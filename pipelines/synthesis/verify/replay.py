@@ -3,7 +3,8 @@
 A trajectory is *executable* when, starting the app the way the crawler did (open the entry, run the login
 and setup scripts), the recorded actions lead through the recorded states to the target state. States are
 compared with the explorers' own abstraction (``explorers.abstraction.features``: structure plus normalized
-content, typed values and list length ignored) against every capture the graph holds of the expected state
+content, typed values and list length ignored, and numbers in resource ids too: another instance numbers its records
+anew) against every capture the graph holds of the expected state
 (see ``StateIndex``). The first step whose screen does not match is recorded, so a failing rate points at a cause.
 
 Devices come from ``explorers.sessions.open_device`` (one per device profile, reused across trajectories;
@@ -14,6 +15,7 @@ Android devices would need an app reset here instead; that is not implemented.
 from __future__ import annotations
 
 import contextlib
+import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -102,13 +104,13 @@ def observation_features(obs: Observation) -> Features:
 
     screen = Screen(obs.platform, obs.location, obs.width, obs.height, obs.device.pixel_ratio,
                     [Widget(element=e) for e in obs.elements], b"")
-    return features(screen, with_phash=False)
+    return features(screen, with_phash=False, stable_ids=True)
 
 
 def screen_features(screen: Screen) -> Features:
     from explorers.abstraction import features
 
-    return features(screen, with_phash=False)
+    return features(screen, with_phash=False, stable_ids=True)
 
 
 TERMINAL = {ActionType.DONE, ActionType.ANSWER}
@@ -134,6 +136,10 @@ def ground_action(a: Action, recorded: Observation, screen: Screen) -> Action | 
         return a
     key, nth = element_key(el), occurrence(recorded, el)
     live = [w.element for w in screen.widgets if element_key(w.element) == key]
+    if not live:  # an id built from a database key ("payed_for-7") is numbered anew on a fresh instance
+        loose = _loose(key)
+        live = [w.element for w in screen.widgets if _loose(element_key(w.element)) == loose]
+        nth = [e.id for e in recorded.elements if _loose(element_key(e)) == loose].index(el.id)
     if nth >= len(live):
         return None
     target = live[nth]
@@ -144,6 +150,13 @@ def ground_action(a: Action, recorded: Observation, screen: Screen) -> Action | 
     data.update(x=x, y=y, image_width=screen.width, image_height=screen.height, target_element_id=target.id,
                 target_bbox=target.bbox.model_dump())
     return Action.model_validate(data)
+
+
+def _loose(key: tuple[str, str, str]) -> tuple[str, str, str]:
+    """An element key with the numbers in its resource id as placeholders (``abstraction.row_template``'s
+    ``stable_ids``), for finding an element on another instance of the app."""
+    role, rid, label = key
+    return role, re.sub(r"\d+", "<n>", rid), label
 
 
 def replay_one(device: ReplayDevice, traj: Trajectory, index: StateIndex,
