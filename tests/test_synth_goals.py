@@ -387,7 +387,7 @@ def test_a_language_switch_is_no_way_to_get_somewhere_and_a_tagline_names_no_scr
     """I Hate Money's language menu: tapping "Deutsch" renames every screen, so the crawl's next screens were
     "Sprachen", "Ausgabe hinzufügen" — goals an English task cannot name. Its home page's heading is a tagline."""
     from pipelines.synthesis.goals import TAGLINE
-    from pipelines.synthesis.navigation import LANGUAGE_NAME
+    from pipelines.synthesis.screens import LANGUAGE_NAME
 
     for label in ("Deutsch", "Čeština", "Azərbaycan", "中文 (Chinese)", "English", " Français "):
         assert LANGUAGE_NAME.match(label), label

@@ -461,6 +461,33 @@ def test_a_screen_without_a_heading_is_named_by_its_own_navigation_link():
     unlinked = build_graph("notes", bare(False), transitions)
     notes_obs = next(o for o in unlinked.observations.values() if o.location.endswith("/notes"))
     assert screen_name(notes_obs, unlinked.site_titles, unlinked.page_links) == ""
+    # Its own navigation link tapped on it (a reload that opens nothing) names it too, where no other page's link
+    # led there; a language's name in the bar never does.
+    from datetime import timedelta
+
+    from schemas import Action, Transition
+
+    nav_own = own.model_copy(update={"path": "body[1]/nav[1]/a[2]"})
+    lang = Element(id="nav-en", role="link", text="English", clickable=True, path="body[1]/nav[1]/a[3]",
+                   bbox=BBox(x1=300, y1=40, x2=380, y2=60))
+    page = next(o for o in obs if o.location.endswith("/notes")).model_copy(update={"elements": [
+        *(e for e in next(o for o in obs if o.location.endswith("/notes")).elements if e.id != "notes-h1"),
+        nav_own, lang]})
+    others = [o for o in obs if not o.location.endswith("/notes")]
+
+    def self_tap(tid: str, el: Element, n: int) -> Transition:
+        x, y = el.bbox.center
+        return Transition(id=tid, run_id="run-1", app_id="notes", from_state="notes", to_state="notes",
+                          from_observation_id=page.id, to_observation_id=page.id, effective=False,
+                          timestamp=transitions[-1].timestamp + timedelta(seconds=n),
+                          action=Action(type="click", x=x, y=y, image_width=page.width, image_height=page.height,
+                                        target_element_id=el.id))
+
+    kept = [t for t in transitions if t.id not in ("e11", "e15")]  # nothing else links to the list
+    reloads = [self_tap("r1", lang, 1), self_tap("r2", lang, 2), self_tap("r3", nav_own, 3)]
+    g3 = build_graph("notes", [page, *others], [*kept, *reloads])
+    assert g3.page_links["/notes"] == ("All notes",), g3.page_links
+    assert screen_name(page, g3.site_titles, g3.page_links) == "All notes"
     # a page that shows no name of its own, with no link to itself on screen, is called by the link that opened it
     nameless = [o.model_copy(update={"elements": [e for e in o.elements if e.id != "settings-h1"]})
                 if o.location.endswith("/settings") else o for o in obs]

@@ -24,7 +24,14 @@ from typing import TypeVar
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipelines.synthesis.screens import clip, location_path, names_a_page, site_titles, spoken_label
+from pipelines.synthesis.screens import (
+    CHROME_PATH,
+    clip,
+    location_path,
+    names_a_page,
+    site_titles,
+    spoken_label,
+)
 from schemas import Observation, Reject, Transition
 from schemas.arrow import kind_of
 from schemas.jsontext import loads
@@ -85,18 +92,25 @@ class AppGraph:
 
     @cached_property
     def page_links(self) -> dict[str, tuple[str, ...]]:
-        """For each page (location path) the words on the links that opened it from another page, the most used
-        first — what a person calls a page that shows no heading (``screens.link_named``: the first of them on
-        screen). Only effective taps of a link whose words can name a page (``screens.names_a_page``)."""
+        """For each page (location path) the words on the links that opened it, the most used first — what a
+        person calls a page that shows no heading (``screens.link_named``: the first of them on screen). Taps of a
+        link whose words can name a page (``screens.names_a_page``): effective ones from another page, and a
+        navigation bar's link that reloaded the page it is on, opening nothing (its own item: I Hate Money's
+        "Bills", which a crawl may never tap from another page)."""
         said: dict[str, Counter[str]] = defaultdict(Counter)
         for t in self.transitions:
             before, after = self.observations.get(t.from_observation_id), self.observations.get(t.to_observation_id)
-            if before is None or after is None or t.error or not t.effective or not t.action.target_element_id:
-                continue
-            if location_path(before) == location_path(after):
+            if before is None or after is None or t.error or not t.action.target_element_id:
                 continue
             el = before.element(t.action.target_element_id)
-            name = clip(spoken_label(el)) if el is not None and el.role == "link" else ""
+            if el is None or el.role != "link":
+                continue
+            if location_path(before) == location_path(after):
+                if not CHROME_PATH.search(el.path) or _controls(after) > _controls(before):
+                    continue  # a link in the page's content, or one that opened something in place (a menu)
+            elif not t.effective:
+                continue
+            name = clip(spoken_label(el))
             if names_a_page(name):
                 said[location_path(after)][name] += 1
         return {page: tuple(name for name, _n in names.most_common()) for page, names in said.items()}
@@ -104,6 +118,10 @@ class AppGraph:
     def parallel_edges(self, edge: Transition) -> list[Transition]:
         """Every other effective edge from the same state to the same next state (equally correct actions)."""
         return [e for e in self.out.get(edge.from_state, []) if e.to_state == edge.to_state and e.id != edge.id]
+
+
+def _controls(obs: Observation) -> int:
+    return sum(e.visible and e.clickable for e in obs.elements)
 
 
 @dataclass

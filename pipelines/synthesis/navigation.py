@@ -29,6 +29,7 @@ from datetime import datetime
 from pipelines.synthesis.graph_input import AppGraph
 from pipelines.synthesis.screens import (
     CHOICE_ROLES,
+    LANGUAGE_NAME,
     TIME_OF_DAY,
     ElementKey,
     element_key,
@@ -50,16 +51,6 @@ POINTED = {ActionType.CLICK, ActionType.LONG_PRESS, ActionType.TYPE, ActionType.
 FILL_TYPES = {ActionType.TYPE, ActionType.SELECT}
 MIN_TYPED_CHARS = 3
 LEAVES_APP = re.compile(r"\b(log ?out|sign ?out)\b|退出|登出|注销", re.IGNORECASE)
-# A control named by a language, in its own words: it switches every text of the app, so a route through it
-# reaches the same screens under other names ("Sprachen", "Dillər") and a task in English asks for words the
-# person never saw. Choosing a language is a setting (a form plan), never a way to get somewhere.
-LANGUAGE_NAME = re.compile(
-    r"^\s*(english|deutsch|français|francais|español|espanol|italiano|português|portugues|nederlands|polski|"
-    r"čeština|cestina|slovenčina|slovenščina|català|catala|euskara|galego|azərbaycan|русский|українська|"
-    r"български|српски|srpski|hrvatski|türkçe|turkce|svenska|norsk|norsk bokmål|dansk|suomi|magyar|română|"
-    r"romana|ελληνικά|eesti|latviešu|lietuvių|esperanto|bahasa indonesia|bahasa melayu|tiếng việt|עברית|"
-    r"العربية|فارسی|हिन्दी|বাংলা|தமிழ்|ไทย|中文|简体中文|繁體中文|正體中文|日本語|한국어)(\s*\(.*\))?\s*$",
-    re.IGNORECASE)
 
 
 def target_of(graph: AppGraph, edge: Transition) -> tuple[Observation, Element | None]:

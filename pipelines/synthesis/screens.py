@@ -156,10 +156,24 @@ def new_headings(before: Observation, after: Observation) -> list[str]:
     return [h for h in headings(after) if h not in old]
 
 
+# A control named by a language, in its own words: it switches every text of the app, so a route through it
+# reaches the same screens under other names ("Sprachen", "Dillər") and a task in English asks for words the
+# person never saw. Choosing a language is a setting (a form plan), never a way to get somewhere.
+LANGUAGE_NAME = re.compile(
+    r"^\s*(english|deutsch|français|francais|español|espanol|italiano|português|portugues|nederlands|polski|"
+    r"čeština|cestina|slovenčina|slovenščina|català|catala|euskara|galego|azərbaycan|русский|українська|"
+    r"български|српски|srpski|hrvatski|türkçe|turkce|svenska|norsk|norsk bokmål|dansk|suomi|magyar|română|"
+    r"romana|ελληνικά|eesti|latviešu|lietuvių|esperanto|bahasa indonesia|bahasa melayu|tiếng việt|עברית|"
+    r"العربية|فارسی|हिन्दी|বাংলা|தமிழ்|ไทย|中文|简体中文|繁體中文|正體中文|日本語|한국어)(\s*\(.*\))?\s*$",
+    re.IGNORECASE)
+
+
 def names_a_page(label: str) -> bool:
     """Whether a link's words can name the page it opens: a usable name with words in it — a time of day or a bare
-    number names a timeline entry or a table row, never a page."""
-    return bool(label) and bool(WORDY.search(label)) and not TIME_OF_DAY.search(label) and usable_name(label)
+    number names a timeline entry or a table row, a result count ("3 rows") a query, a language's name the switch
+    to it, never a page."""
+    return (bool(label) and bool(WORDY.search(label)) and not TIME_OF_DAY.search(label) and usable_name(label)
+            and not RESULT_COUNT.match(label) and not LANGUAGE_NAME.match(label))
 
 
 def link_named(obs: Observation, page_links: Mapping[str, tuple[str, ...]]) -> str:
