@@ -342,6 +342,11 @@ def test_form_progress_agrees_in_number_and_scroll_reasoning_reads_as_a_sentence
     two = backend.reasoning({**fill, "fields_done": ["Title", "Body"]}, "")
     assert "“Title” is already in." in one
     assert "“Title” and “Body” are already in." in two
+    # the submit names every field the form holds, not the last two of three (IHM: "The form has “password” and
+    # “Email” filled in." with the project name typed first)
+    commit = {**base, "role": "commit", "action": {"action_type": "Click", "value": None},
+              "target": {"label": "Save", "role": "button"}, "fields_done": ["Title", "Body", "Tag"]}
+    assert "“Title”, “Body” and “Tag”" in backend.reasoning(commit, ""), backend.reasoning(commit, "")
     for step in range(6):  # every phrasing the seed can pick
         scroll = backend.reasoning({**base, "role": "navigate", "step": step, "target": {},
                                     "action": {"action_type": "Scroll", "value": "down"}}, "")

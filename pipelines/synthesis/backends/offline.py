@@ -42,6 +42,9 @@ def _cap(text: str) -> str:
 
 
 
+MAX_PROGRESS = 4  # fields a step names as already filled in (the latest ones)
+
+
 def _join(parts: list[str], t: dict[str, Any]) -> str:
     """"a, b and c" in the language's words (a list joined by ``and`` alone reads "a and b and c")."""
     if len(parts) <= 2:
@@ -228,8 +231,8 @@ class OfflineBackend(Backend):
         done = payload.get("fields_done") or []
         if role not in ("fill", "choose", "commit") or not done:
             return ""
-        shown = done[-2:]
-        joined = self.phrases["task"][lang]["and"].join(f"“{f}”" for f in shown)
+        shown = done[-MAX_PROGRESS:]  # every field so far on a usual form: "“password” and “Email”" of three misleads
+        joined = _join([f"“{f}”" for f in shown], self.phrases["task"][lang])
         progress = self.phrases["reasoning"][lang]["progress"]
         # "“A” and “B” are already in": a plural form where the language has one (zh does not).
         template = progress.get(f"{role}_many", progress[role]) if len(shown) > 1 else progress[role]
