@@ -330,6 +330,15 @@ def test_goal_phrases_read_like_a_person_wrote_them():
     assert "untick “Enable project history”" in task, task  # it was ticked: the trajectory clears it
     assert backend.goal_phrase("en", {"kind": "create", "form": "New note", "fields": [["Title", "T"]]}) == \
         "create a note titled “T”"
+    # The finish names the new item by its title field, not by whatever was typed first (IHM asks for a project
+    # identifier before the name, and shows the project by its name: "The new project “Garden plans” is saved").
+    project = {"kind": "create", "form": "Create a new project", "fields": [
+        ["Project identifier", "garden"], ["Project name", "Lukas Novak"], ["Email", "a@b.c"]]}
+    for step in range(4):
+        done = backend.reasoning({"goal": project, "role": "finish", "screen": {"screen": "Bills"}, "task": "",
+                                  "variant": "", "step": step, "action": {"action_type": "Terminate"}, "target": {}},
+                                 "")
+        assert "“Lukas Novak”" in done and "garden" not in done, done
 
 
 def test_form_progress_agrees_in_number_and_scroll_reasoning_reads_as_a_sentence():

@@ -178,7 +178,10 @@ class OfflineBackend(Backend):
             "changes": changes,
             "Changes": _cap(changes),
             "value": fields[0][1] if fields else "",
-            "first_value": fields[0][1] if fields else "",
+            # what the new item is called: its title field's value, else the first one typed (IHM's project form
+            # asks for an identifier first; the project is shown by its name)
+            "created": next((v for label, v in fields if self._field_kind(label) == "title"),
+                            fields[0][1] if fields else ""),
             "answer": goal.get("answer") or "",
         }
 
