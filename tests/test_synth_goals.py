@@ -386,8 +386,7 @@ def test_an_entry_that_opens_outside_the_lists_pages_is_not_called_by_the_lists_
 def test_a_language_switch_is_no_way_to_get_somewhere_and_a_tagline_names_no_screen():
     """I Hate Money's language menu: tapping "Deutsch" renames every screen, so the crawl's next screens were
     "Sprachen", "Ausgabe hinzufügen" — goals an English task cannot name. Its home page's heading is a tagline."""
-    from pipelines.synthesis.goals import TAGLINE
-    from pipelines.synthesis.screens import LANGUAGE_NAME
+    from pipelines.synthesis.screens import LANGUAGE_NAME, TAGLINE
 
     for label in ("Deutsch", "Čeština", "Azərbaycan", "中文 (Chinese)", "English", " Français "):
         assert LANGUAGE_NAME.match(label), label
@@ -395,6 +394,19 @@ def test_a_language_switch_is_no_way_to_get_somewhere_and_a_tagline_names_no_scr
         assert not LANGUAGE_NAME.match(label), label
     assert TAGLINE.search("Manage your shared expenses, easily")
     assert not TAGLINE.search("The Trac User and Administration Guide") and not TAGLINE.search("Hello, world")
+    # nor does it name the screen a step is on ("The Manage your shared expenses, easily page is open."), and the
+    # logo link inside the bar's heading ("#! money?") is the app's name, not the page's
+    from pipelines.synthesis.screens import heading, link_name
+
+    home = make_observation("notes", None).model_copy(update={"elements": [
+        Element(id="tag", role="heading", text="Manage your shared expenses, easily",
+                bbox=BBox(x1=0, y1=0, x2=9, y2=9)),
+        Element(id="logo", role="link", text="#! money?", path="body[1]/nav[1]/h1[1]/a[1]", clickable=True,
+                bbox=BBox(x1=0, y1=10, x2=9, y2=19)),
+        Element(id="bills", role="link", text="Bills", path="body[1]/nav[1]/ul[1]/li[1]/a[1]", clickable=True,
+                bbox=BBox(x1=0, y1=20, x2=9, y2=29))]})
+    assert heading(home) == ""
+    assert link_name(home.element("logo")) == "" and link_name(home.element("bills")) == "Bills"
     # A language link in the toy app's header that (in the crawl) led to About: one tap, shorter than the route
     # through Settings, and without the rule the About plan would take it.
     lang = Element(id="lang-de", role="link", text="Deutsch", resource_id="lang", clickable=True,

@@ -29,9 +29,9 @@ from pipelines.synthesis.screens import (
     as_written,
     clip,
     heading,
+    link_name,
     link_named,
     location_path,
-    names_a_page,
     spoken_label,
     visible_texts,
 )
@@ -112,8 +112,9 @@ def _screen_in_context(graph: AppGraph, plan: GoalPlan, index: int, obs: Observa
     else:  # scrolls never rename a page: it is called what it was called when it was reached
         first = named(top) if top < index else name
         opener = plan.steps[top - 1] if top > 0 else None
-        if not first and opener is not None and opener.target_role == "link" and names_a_page(opener.target_label):
-            first = as_written(opener.target_label)
+        if not first and opener is not None and opener.action.target_element_id:
+            link = graph.observation(opener.observation_id).element(opener.action.target_element_id)
+            first = as_written(link_name(link))
         name = first or name
     if name:
         name = as_said(name, _opener(graph, plan, index, name))

@@ -43,6 +43,7 @@ from pipelines.synthesis.screens import (
     BOX_ROLES,
     HEADING_ROLES,
     INDEX_RE,
+    TAGLINE,
     TEXT_ROLES,
     TIME_OF_DAY,
     WORDY,
@@ -77,9 +78,6 @@ MAX_ANSWER_CHARS = 300
 # one asks to be shown "link".
 PLACEHOLDER_LABEL = re.compile(r"^\W*(link|here|this|that|click here|this link|read more|more|details|view|open|go|"
                                r"continue|next|previous|prev|back)\W*$", re.IGNORECASE)
-# A sentence, not a name: a home page's tagline ("Manage your shared expenses, easily") names no screen a person
-# would ask for. Five words or more with a clause break or a closing stop.
-TAGLINE = re.compile(r"^(?=(?:\S+\s+){4}\S).*(?:[,;]\s|[.!]$)")
 # The web capture's text limits (a name, a text block: ``explorers/web_script.py``): a text exactly this long
 # may have been cut there, mid-word.
 CAPTURE_LIMITS = (120, 400)

@@ -26,11 +26,9 @@ import pyarrow.parquet as pq
 
 from pipelines.synthesis.screens import (
     CHROME_PATH,
-    clip,
+    link_name,
     location_path,
-    names_a_page,
     site_titles,
-    spoken_label,
 )
 from schemas import Observation, Reject, Transition
 from schemas.arrow import kind_of
@@ -94,7 +92,7 @@ class AppGraph:
     def page_links(self) -> dict[str, tuple[str, ...]]:
         """For each page (location path) the words on the links that opened it, the most used first — what a
         person calls a page that shows no heading (``screens.link_named``: the first of them on screen). Taps of a
-        link whose words can name a page (``screens.names_a_page``): effective ones from another page, and a
+        link whose words can name a page (``screens.link_name``): effective ones from another page, and a
         navigation bar's link that reloaded the page it is on, opening nothing (its own item: I Hate Money's
         "Bills", which a crawl may never tap from another page)."""
         said: dict[str, Counter[str]] = defaultdict(Counter)
@@ -103,16 +101,15 @@ class AppGraph:
             if before is None or after is None or t.error or not t.action.target_element_id:
                 continue
             el = before.element(t.action.target_element_id)
-            if el is None or el.role != "link":
+            name = link_name(el)
+            if el is None or not name:
                 continue
             if location_path(before) == location_path(after):
                 if not CHROME_PATH.search(el.path) or _controls(after) > _controls(before):
                     continue  # a link in the page's content, or one that opened something in place (a menu)
             elif not t.effective:
                 continue
-            name = clip(spoken_label(el))
-            if names_a_page(name):
-                said[location_path(after)][name] += 1
+            said[location_path(after)][name] += 1
         return {page: tuple(name for name, _n in names.most_common()) for page, names in said.items()}
 
     def parallel_edges(self, edge: Transition) -> list[Transition]:

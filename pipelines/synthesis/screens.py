@@ -99,16 +99,21 @@ def _heading_names(obs: Observation, roles: set[str]) -> list[tuple[Element, str
     return out
 
 
+# A sentence, not a name: a home page's tagline ("Manage your shared expenses, easily") names no screen a person
+# would ask for. Five words or more with a clause break or a closing stop.
+TAGLINE = re.compile(r"^(?=(?:\S+\s+){4}\S).*(?:[,;]\s|[.!]$)")
+
+
 def heading(obs: Observation, skip: frozenset[str] = frozenset()) -> str:
     """The screen's own title: an open dialog's heading first, else the first visible heading, else a form's
-    caption ("" if none). Headings in ``skip`` (the app's own title, ``site_titles``) come last: they name
-    the app on every screen, and only a screen with no other heading is called by them."""
+    caption ("" if none). Headings in ``skip`` (the app's own title, ``site_titles``) come last, after a caption:
+    they name the app, and only a screen with nothing else is called by them. A tagline (``TAGLINE``) names
+    nothing ("The Manage your shared expenses, easily page is open.")."""
     dialogs = [e for e in obs.elements if e.role in DIALOG_ROLES and e.visible]
-    named = _heading_names(obs, HEADING_ROLES)
-    if skip:
-        named = [(e, n) for e, n in named if clip(n) not in skip] + [(e, n) for e, n in named if clip(n) in skip]
+    every = _heading_names(obs, HEADING_ROLES)
+    named = [(e, n) for e, n in every if clip(n) not in skip and not TAGLINE.search(n)]
     for d in dialogs:
-        inside = [name for h, name in named if d.bbox.contains(*h.bbox.center)]
+        inside = [name for h, name in [*named, *every] if d.bbox.contains(*h.bbox.center)]
         if inside:
             return clip(inside[0])
         if usable_name(d.label) and d.label != d.role:
@@ -116,9 +121,12 @@ def heading(obs: Observation, skip: frozenset[str] = frozenset()) -> str:
     if named:
         return clip(named[0][1])
     # A form page without a heading is named by its fieldset's caption ("Add a bill", "Edit this bill"), as a
-    # person reading the screen would call it.
+    # person reading the screen would call it; only then by the app's own title or a tagline.
     captions = _heading_names(obs, CAPTION_ROLES)
-    return clip(captions[0][1]) if captions else ""
+    if captions:
+        return clip(captions[0][1])
+    titles = [n for _e, n in every if not TAGLINE.search(n)]
+    return clip(titles[0]) if titles else ""
 
 
 SITE_TITLE_SHARE = 0.8  # of an app's states
@@ -174,6 +182,15 @@ def names_a_page(label: str) -> bool:
     to it, never a page."""
     return (bool(label) and bool(WORDY.search(label)) and not TIME_OF_DAY.search(label) and usable_name(label)
             and not RESULT_COUNT.match(label) and not LANGUAGE_NAME.match(label))
+
+
+def link_name(el: Element | None) -> str:
+    """The words of a link that can name the page it opens ("" for any other control): ``names_a_page``, and not
+    a heading's link, which is the heading's words (the app's logo, "#! money?", names the app)."""
+    if el is None or el.role != "link" or IN_HEADING.match(el.path):
+        return ""
+    name = clip(spoken_label(el))
+    return name if names_a_page(name) else ""
 
 
 def link_named(obs: Observation, page_links: Mapping[str, tuple[str, ...]]) -> str:
