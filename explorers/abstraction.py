@@ -67,12 +67,17 @@ def normalize_location(location: str) -> str:
 _INDEX = re.compile(r"\[\d+\]")
 
 
+def stable_resource_id(rid: str) -> str:
+    """A resource id with its numbers as placeholders (``payed_for-7`` is ``payed_for-<n>``): ids an app builds from
+    its database keys, which another instance of the app numbers differently."""
+    return _NUM.sub("<n>", rid)
+
+
 def row_template(w: Widget, stable_ids: bool = False) -> str:
-    """The element's identity with list positions removed: every row of a list shares it. ``stable_ids`` also
-    reads the numbers in a resource id as placeholders (``payed_for-7`` is ``payed_for-<n>``): ids an app builds
-    from its database keys, which another instance of the app numbers differently (``features``)."""
+    """The element's identity with list positions removed: every row of a list shares it. ``stable_ids`` reads the
+    resource id through ``stable_resource_id`` (``features``)."""
     e = w.element
-    rid = _NUM.sub("<n>", e.resource_id) if stable_ids else e.resource_id
+    rid = stable_resource_id(e.resource_id) if stable_ids else e.resource_id
     return f"{e.role}|{e.class_name}|{rid}|{_INDEX.sub('', e.path)}"
 
 

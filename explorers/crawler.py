@@ -576,7 +576,7 @@ class Crawler:
             return self._restart(device, f"the app's data changed ({self._wrote} posted typed text): reset to the "
                                  "seed before exploring on", cur.sid)
         decision = self.policy.choose(self.graph, cur.sid, list(cur.allowed))
-        if decision.kind == "stop" and self._reload_bare_landing(cur) and self.stats.restarts < budget.max_restarts:
+        if decision.kind == "stop" and self.stats.restarts < budget.max_restarts and self._reload_bare_landing(cur):
             self.stats.restarts += 1
             self._policy_restarted()
             return self._restart(device, "the entry offers nothing to act on: reload it (still drawing itself?)",

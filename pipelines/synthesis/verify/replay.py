@@ -15,7 +15,6 @@ Android devices would need an app reset here instead; that is not implemented.
 from __future__ import annotations
 
 import contextlib
-import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -153,10 +152,12 @@ def ground_action(a: Action, recorded: Observation, screen: Screen) -> Action | 
 
 
 def _loose(key: tuple[str, str, str]) -> tuple[str, str, str]:
-    """An element key with the numbers in its resource id as placeholders (``abstraction.row_template``'s
-    ``stable_ids``), for finding an element on another instance of the app."""
+    """An element key with its resource id read as ``features(stable_ids=True)`` reads it, for finding an element
+    on another instance of the app."""
+    from explorers.abstraction import stable_resource_id
+
     role, rid, label = key
-    return role, re.sub(r"\d+", "<n>", rid), label
+    return role, stable_resource_id(rid), label
 
 
 def replay_one(device: ReplayDevice, traj: Trajectory, index: StateIndex,
