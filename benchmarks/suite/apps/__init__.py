@@ -1,0 +1,1 @@
+"""One module per suite app, each defining ``APP`` (a ``benchmarks.suite.SuiteApp``)."""
