@@ -11,7 +11,9 @@
    random reaches a new state on most steps the ratio cannot be large whatever the policy does. Both crawls are counted
    with one abstraction: the dynamic regions (clocks, banners) learned by *either* crawl are masked in both,
    so a crawl that revisits less (and so learns fewer masks) is not credited with clock variants as states.
-   Apps: the bundled demo app and six real apps from the registries, each installed (pinned, into
+   Apps: the bundled demo app and the exploration suite (``benchmarks/suite``: ``python -m benchmarks.suite
+   list``); the suite's apps beyond the first six start from their environment recipes and are crawled read-only
+   (their instance's data digest says what the crawl changed anyway). The first six are, each installed (pinned, into
    ``tools/thirdparty/``) and seeded by ``tests/thirdparty.py`` / ``tests/thirdparty_apps.py``, with the crawl
    config a user would write from its README: TiddlyWiki and I Hate Money, datasette and Trac (PyPI), a docsify
    site and the Node-RED editor (npm). ``--thirdparty yes`` installs what is missing, ``auto`` (default) crawls
@@ -97,10 +99,12 @@ from selenium.webdriver.common.actions.pointer_input import PointerInput  # noqa
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.remote.webdriver import WebDriver  # noqa: E402
 
+from benchmarks.suite import SuiteApp, all_apps  # noqa: E402
 from explorers.config import parse_config  # noqa: E402
 from explorers.crawler import Crawler  # noqa: E402
 from explorers.demo_app.crawl_config import login_script  # noqa: E402
 from explorers.devtools import CDP_COMMAND  # noqa: E402
+from explorers.environment import Environment, EnvironmentConfig, Instance  # noqa: E402
 from explorers.farm import run_farm  # noqa: E402
 from explorers.js_coverage import load_crawl, shared_baseline  # noqa: E402
 from explorers.local_servers import ManagedProcess, start_chromedriver, start_demo_app  # noqa: E402
@@ -116,6 +120,9 @@ RAW_CLICKABLE = "a[href], button, input, select, textarea, [role=button], [role=
 console = Console(stderr=True, width=200)  # the per-app table is wide; a log file is not a terminal
 POLICIES = ("greedy", "random", "dfs")
 THIRDPARTY_KINDS = ("tiddlywiki", "ihatemoney", "datasette", "trac", "docsify", "node-red")
+# The rest of the exploration suite (benchmarks/suite): started from its environment recipe, crawled read-only.
+SUITE: dict[str, SuiteApp] = {n: a for n, a in all_apps().items() if n not in THIRDPARTY_KINDS}
+KNOWN = ("demo", *THIRDPARTY_KINDS, *SUITE)
 # Python apps served under coverage.py (lines of the app's own package that ran after start-up), and their venvs.
 PYTHON_COVERAGE = {"ihatemoney": thirdparty.IHATEMONEY_PYTHON,
                    "datasette": thirdparty_apps.venv_python(thirdparty_apps.DATASETTE_VENV),
@@ -300,20 +307,26 @@ STAMPS = {"tiddlywiki": thirdparty.TIDDLYWIKI_DIR, "ihatemoney": thirdparty.IHAT
 
 
 def _app_kinds(mode: str, only: list[str] | None = None) -> list[str]:
-    """The apps to crawl: the demo app and the third-party ones (``yes``: installed now, pinned, if missing;
-    ``auto``: those already installed; ``no``: none), or just ``only``."""
-    wanted = only or ["demo", *THIRDPARTY_KINDS]
-    unknown = sorted(set(wanted) - {"demo", *THIRDPARTY_KINDS})
+    """The apps to crawl: the demo app, the six original third-party apps and the rest of the suite (``yes``:
+    installed now, pinned, if missing; ``auto``: those already installed; ``no``: none), or just ``only``."""
+    wanted = only or list(KNOWN)
+    unknown = sorted(set(wanted) - set(KNOWN))
     if unknown:
-        raise SystemExit(f"--apps: unknown app(s) {unknown}; known: demo, {', '.join(THIRDPARTY_KINDS)}")
+        raise SystemExit(f"--apps: unknown app(s) {unknown}; known: {', '.join(KNOWN)}")
     if mode == "no":
         return [k for k in wanted if k == "demo"]
-    if mode == "auto":
-        missing = [k for k in wanted if k != "demo" and not (STAMPS[k] / ".installed-version").exists()]
-        if missing:
-            console.print(f"not installed, left out: {', '.join(missing)} (--thirdparty yes installs them)")
-        return [k for k in wanted if k not in missing]
-    return wanted
+
+    def installed(k: str) -> bool:
+        return k == "demo" or (SUITE[k].installed() if k in SUITE else (STAMPS[k] / ".installed-version").exists())
+
+    if mode == "yes":
+        for k in wanted:
+            if k in SUITE and not SUITE[k].installed():
+                SUITE[k].install()
+    missing = [k for k in wanted if not installed(k)]
+    if missing:
+        console.print(f"not installed, left out: {', '.join(missing)} (--thirdparty yes installs them)")
+    return [k for k in wanted if k not in missing]
 
 
 @dataclass
@@ -322,25 +335,52 @@ class AppRun:
 
     kind: str
     entry: dict[str, Any]
-    proc: ManagedProcess
+    proc: Any  # a ManagedProcess, or a suite app's environment Instance (``_SuiteProc``)
     data: Path
-    baseline: Any = None  # the app's data before the crawl (database rows, wiki tiddlers)
+    baseline: Any = None  # the app's data before the crawl (database rows, wiki tiddlers, a suite app's digest)
     coverage_file: Path | None = None
 
 
-def start_app(kind: str, tmp: Path, procs: list[ManagedProcess], coverage: bool = False,
+class _SuiteProc:
+    """A suite app's instance, started from its environment recipe, stopped like the other apps' servers."""
+
+    def __init__(self, instance: Instance):
+        self.instance = instance
+        self.url = instance.base_url
+
+    def stop(self) -> None:
+        self.instance.close()
+
+
+def _start_suite(kind: str, data: Path, procs: list[Any]) -> AppRun:
+    """A fresh instance of a suite app from its own recipe (pristine snapshot, free port), crawled *without* the
+    environment: the crawl runs read-only, as on an app the farm cannot reset, and what it changed anyway is read
+    from the instance's digest (``unintended_writes``)."""
+    app = SUITE[kind]
+    entry = app.config(app.snapshot())
+    env = Environment(kind, EnvironmentConfig.model_validate(entry.pop("environment")), data / "env")
+    inst = env.instance().start()
+    proc = _SuiteProc(inst)
+    procs.append(proc)
+    entry["entry"] = inst.rebase(entry["entry"])
+    return AppRun(kind, entry, proc, data, inst.digest())
+
+
+def start_app(kind: str, tmp: Path, procs: list[Any], coverage: bool = False,
               js_coverage: bool = False) -> AppRun:
     """A fresh instance of one benchmark app (its own data directory and port), its data read before the crawl;
     ``coverage``: a Python app runs under coverage.py, ``js_coverage``: a JavaScript app's crawl measures it."""
     data = _mk(tmp)
     cov = data / "coverage.sqlite" if coverage and kind in PYTHON_COVERAGE else None
     run = _start(kind, data, procs, cov)
-    if js_coverage and kind in JS_COVERAGE:
+    if js_coverage and (kind in JS_COVERAGE or (kind in SUITE and SUITE[kind].coverage == "js")):
         run.entry["js_coverage"] = True
     return run
 
 
-def _start(kind: str, data: Path, procs: list[ManagedProcess], cov: Path | None) -> AppRun:
+def _start(kind: str, data: Path, procs: list[Any], cov: Path | None) -> AppRun:
+    if kind in SUITE:
+        return _start_suite(kind, data, procs)
     if kind == "demo":
         proc = start_demo_app(sys.executable, log_dir=data)
         procs.append(proc)
@@ -380,7 +420,10 @@ def unintended_writes(run: AppRun) -> list[str]:
     log of dangerous actions carried out (pay, send, delete account); on I Hate Money, datasette and Trac seeded
     database rows edited or removed; on TiddlyWiki stored tiddlers edited or removed; on Node-RED the deployed
     flows' nodes edited or removed; docsify is static files served read-only. Records the crawl created (a bill,
-    a ticket) are the apps' purpose."""
+    a ticket) are the apps' purpose. On the rest of the suite, crawled read-only, every change of the instance's
+    data digest (a table or file, beyond the recipe's ``digest_exclude``) counts: nothing was allowed to write."""
+    if isinstance(run.proc, _SuiteProc):
+        return run.proc.instance.digest().changed(run.baseline)
     if run.kind == "demo":
         with urllib.request.urlopen(run.proc.url + "/__demo/dangerous", timeout=30) as r:
             return [f"{e.get('action', e)}" for e in json.loads(r.read())]

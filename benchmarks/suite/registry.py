@@ -38,7 +38,7 @@ class SuiteApp:
     source: str  # where it comes from, pinned: "pypi:fava==1.30", "npm:node-red@4.1.1", "debian:mediawiki"
     single_page: bool  # its screens change without page loads (client-side routing)
     admin_bulk: bool  # it has admin screens with bulk actions (select several rows, act on all)
-    install: Callable[[], None]
+    install: Callable[[], object]  # what it returns (an installed path) is ignored
     installed: Callable[[], bool]
     seed: Callable[[Path], None]
     config: Callable[[Path], dict[str, Any]]
