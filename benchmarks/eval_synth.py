@@ -19,6 +19,14 @@ and 10 random tasks with their steps and reasoning, so a reader can judge them.
 Trac and datasette (PyPI; crawled as an anonymous visitor, Trac with its ticket reset) are opt-in through
 ``--apps``: they are the apps nobody tuned synthesis for, and they take a few minutes more each.
 
+**Every app of the exploration suite** (``benchmarks/suite``; ``python -m benchmarks.suite list``) runs on its
+environment recipe by default: the crawl, the probes and every replay get instances started from the pristine
+snapshot (the crawl may create, edit and delete inside them: that is where mutation tasks come from), so
+executability is measured from pristine instances. ``--reset-hooks`` runs the four original apps on their old
+reset hooks instead. After the replays the suite's snapshot folder is digested again:
+
+    BENCH sandbox_leaks=<tables/files of a pristine snapshot changed by crawl + probes + replay>  (goal 0)
+
 Usage: ``python benchmarks/eval_synth.py [--steps 80] [--apps demo,tiddlywiki,ihatemoney,trac,datasette]
 [--keep DIR]``
 """
@@ -40,14 +48,29 @@ sys.path.insert(0, str(REPO))
 
 APPS = ("demo", "tiddlywiki", "ihatemoney")  # the default set
 OPT_IN = ("trac", "datasette")
+RESET_HOOKS = ("tiddlywiki", "ihatemoney", "trac", "datasette")  # the apps ``--reset-hooks`` serves the old way
+
+
+def suite_names() -> tuple[str, ...]:
+    from benchmarks.suite import all_apps
+
+    return tuple(all_apps())
 
 
 @contextmanager
-def served(name: str, work: Path) -> Iterator[dict[str, Any]]:
-    """Start one app and yield its crawl-config ``apps[]`` entry (with its reset hook)."""
+def served(name: str, work: Path, reset_hooks: bool = False) -> Iterator[dict[str, Any]]:
+    """Start one app and yield its crawl-config ``apps[]`` entry: a suite app's environment recipe (the crawl and
+    every replay start their own instances from its pristine snapshot), or the app served here with its reset
+    hook (the demo app; the original four with ``reset_hooks``)."""
     from explorers.demo_app.crawl_config import app_config
     from tests import servers, thirdparty, thirdparty_apps
 
+    if name != "demo" and not (reset_hooks and name in RESET_HOOKS):
+        from benchmarks.suite import get_app
+
+        app = get_app(name)
+        yield {**app.config(app.snapshot()), "fresh_start": True}
+        return
     if name == "demo":
         proc = servers.start_demo_app(sys.executable, log_dir=work)
         entry = app_config(proc.url, fresh_start=True, form_values={"title": "Packing list for Lisbon",
@@ -115,7 +138,20 @@ def metrics(trajs: list[Any]) -> dict[str, float]:
     }
 
 
-def run_app(name: str, work: Path, driver_url: str, steps: int) -> tuple[list[Any], float, dict[str, Any]]:
+def snapshot_digest(name: str) -> Any:
+    """The digest of a suite app's pristine snapshot folder (``None`` for an app served with a reset hook)."""
+    from benchmarks.suite import all_apps
+    from explorers.environment import Digester
+
+    app = all_apps().get(name)
+    if app is None:
+        return None
+    exclude = app.config(app.snapshot()).get("environment", {}).get("digest_exclude", [])
+    return Digester(app.snapshot(), exclude).read()
+
+
+def run_app(name: str, work: Path, driver_url: str, steps: int,
+            reset_hooks: bool = False) -> tuple[list[Any], float, dict[str, Any]]:
     from explorers.config import parse_config
     from explorers.crawler import Crawler
     from explorers.profiles import VIEWPORTS, Profile
@@ -128,7 +164,7 @@ def run_app(name: str, work: Path, driver_url: str, steps: int) -> tuple[list[An
     from pipelines.synthesis.runner import SynthConfig, probe_graphs, run_synthesis
     from pipelines.synthesis.verify.replay import ExplorerReplayer
 
-    with served(name, work) as entry:
+    with served(name, work, reset_hooks) as entry:
         cfg = parse_config({
             "run_id": f"eval-{name}", "output": str(work / "graph"),
             "devices": [{"name": "d0", "url": driver_url, "kind": "chromedriver"}],
@@ -171,25 +207,34 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=80, help="crawl budget per app (actions)")
     ap.add_argument("--apps", default=",".join(APPS),
-                    help=f"comma-separated subset of {', '.join(APPS + OPT_IN)}")
+                    help=f"comma-separated: demo and any suite app ({', '.join(suite_names())})")
+    ap.add_argument("--reset-hooks", action="store_true",
+                    help=f"serve {', '.join(RESET_HOOKS)} with their reset hooks instead of their environments")
     ap.add_argument("--keep", type=Path, default=None, help="keep graphs and outputs in this directory")
     ap.add_argument("--examples", type=int, default=10, help="random tasks printed with their steps")
     args = ap.parse_args()
     from tests import servers
 
     names = [a.strip() for a in args.apps.split(",") if a.strip()]
-    unknown = sorted(set(names) - set(APPS + OPT_IN))
+    known = ("demo", *suite_names())
+    unknown = sorted(set(names) - set(known))
     if unknown:
-        raise SystemExit(f"unknown app(s) {', '.join(unknown)}; choose from {', '.join(APPS + OPT_IN)}")
+        raise SystemExit(f"unknown app(s) {', '.join(unknown)}; choose from {', '.join(known)}")
     work = args.keep or Path(tempfile.mkdtemp(prefix="trajforge-eval-synth-"))
     work.mkdir(parents=True, exist_ok=True)
     everything: list[Any] = []
     synth_seconds = 0.0
+    leaks_total = 0
     with ExitStack() as stack:
         driver = servers.start_chromedriver(log_dir=work)
         stack.callback(driver.stop)
         for name in names:
-            trajs, secs, _ = run_app(name, work / name, driver.url, args.steps)
+            before = None if args.reset_hooks and name in RESET_HOOKS else snapshot_digest(name)
+            trajs, secs, _ = run_app(name, work / name, driver.url, args.steps, args.reset_hooks)
+            if before is not None:
+                leaked = snapshot_digest(name).changed(before)
+                leaks_total += len(leaked)
+                print(f"BENCH sandbox_leaks_{name}={len(leaked)}" + (f"  {leaked[:5]}" if leaked else ""))
             base = [t for t in trajs if not t.scores.get("recovery")]
             everything += base
             synth_seconds += secs
@@ -207,6 +252,7 @@ def main() -> None:
     for key in ("alignment", "executability", "task_diversity", "hindsight_rate", "terminal_rate"):
         print(f"BENCH {key}={overall[key]:.3f}")
     print(f"BENCH tasks_per_minute={len(everything) / max(synth_seconds, 1e-9) * 60:.0f}")
+    print(f"BENCH sandbox_leaks={leaks_total}")
 
 
 if __name__ == "__main__":

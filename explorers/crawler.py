@@ -558,7 +558,11 @@ class Crawler:
     def _open(self, device: Device, url: str, reason: str, state: str) -> Observed:
         """Open a known screen's URL directly (web): one navigation instead of a restart and a walk. Logged like
         a restart's landing (no transition: the graph holds actions only); a login form on arrival means the
-        session is gone, and a full restart logs in again."""
+        session is gone, and a full restart logs in again. A URL recorded on another instance of the app (a probe
+        or a resumed crawl reading an earlier crawl's graph) is opened on this one: same path, this host:port."""
+        inst = self.instance
+        if inst is not None and urlsplit(url).hostname == inst.env.config.host and not url.startswith(inst.base_url):
+            url = inst.rebase(url)
         self.audit.write(worker=self.worker, step=self.stats.steps, state=state, decision="open", url=url,
                          reason=reason)
         self._js_coverage("take", device)

@@ -308,6 +308,44 @@ def test_replay_starts_on_the_environment_reset_to_its_snapshot(tmp_path: Path, 
     assert not list((tmp_path).glob("trajforge-replay-env-*"))
 
 
+@pytest.mark.e2e
+def test_a_replay_of_a_read_only_app_is_held_to_the_crawls_network_guard(tmp_path: Path, chromedriver_url: str
+                                                                        ) -> None:
+    """Replays (and the drift checks built on them) of an app crawled read-only run under the same guard: the
+    login script's post goes through, a page's ``fetch()`` POST is refused, counted, and writes nothing."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from explorers.profiles import VIEWPORTS, Profile
+    from explorers.sessions import EndpointSpec, open_device
+    from pipelines.synthesis.verify.replay import ExplorerReplayer, fresh_start
+
+    env = Environment("library", EnvironmentConfig.model_validate(recipe()), tmp_path / "env")
+    inst = env.instance().start()  # an app the farm cannot reset: no environment or reset in the config
+    cfg = parse_config(_config(tmp_path, chromedriver_url, {"id": "library", "entry": inst.base_url + "/books",
+                                                             "login": LOGIN}, 5))
+    assert cfg.apps[0].read_only_mode
+    replayer = ExplorerReplayer(chromedriver_url, apps={"library": cfg.apps[0]})
+    device = open_device(EndpointSpec("d", chromedriver_url), Profile(VIEWPORTS["desktop"]))
+    try:
+        before = Digester(inst.data).read()
+        replayer._guard_for(device, "library")
+        assert replayer._guard is not None
+        fresh_start(cfg.apps[0], "", "web", Profile(VIEWPORTS["desktop"]), scripted=replayer._scripted)(device)
+        device.driver.get(inst.base_url + "/books")
+        button = device.driver.find_element(By.XPATH, "//button[text()='Mark read']")
+        button.click()
+        WebDriverWait(device.driver, 60).until(lambda _d: button.text != "Mark read")
+        replayer._count_refusals()
+        assert replayer.refused["library"] >= 1
+        assert button.text == "Failed"  # the page saw an ordinary network error
+        assert Digester(inst.data).read().changed(before) == []
+    finally:
+        replayer._drop_guard()
+        device.quit()
+        inst.close()
+
+
 def test_an_instance_a_killed_run_left_running_is_stopped_by_the_next_run(tmp_path: Path) -> None:
     from schemas.processes import process_start
 

@@ -19,7 +19,7 @@ import contextlib
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from graph.identity import StateIndex, screen_features
 from schemas import Action, ActionType, DeviceProfile, Observation, Step, Trajectory, Verification
@@ -162,7 +162,9 @@ def profile_for(device: DeviceProfile) -> Profile:
 
 
 def fresh_start(app: AppConfig | None, location: str, platform: str, profile: Profile,
-                instance: Instance | None = None) -> Callable[[ReplayDevice], None]:
+                instance: Instance | None = None,
+                scripted: Callable[[], contextlib.AbstractContextManager[object]] | None = None,
+                ) -> Callable[[ReplayDevice], None]:
     """How a replay (or a probe) starts the app the way a fresh user and the crawler do.
 
     The app's reset hook first (server-side data back to its seed; a ``ResetFailed`` makes the replay fail with
@@ -171,7 +173,8 @@ def fresh_start(app: AppConfig | None, location: str, platform: str, profile: Pr
     setup steps. ``app`` is the crawl config's ``AppConfig``; without one the
     start is opening ``location`` (the trajectory's first screen). With the app's environment ``instance``, the
     instance is reset to its pristine snapshot first (when its data changed, it is down, or the recipe says
-    always) and the app is started there.
+    always) and the app is started there. ``scripted`` wraps the login and setup scripts: read-only mode's
+    network guard lets their writes through, as the crawler's does (``explorers.network_guard``).
     """
     if app is not None and instance is not None:
         app = app.model_copy(update={"entry": instance.rebase(app.entry)})
@@ -196,10 +199,11 @@ def fresh_start(app: AppConfig | None, location: str, platform: str, profile: Pr
         if app is None:
             return
         values = {"locale": profile.locale, "color_scheme": profile.color_scheme, "profile": profile.key}
-        if app.login:  # the crawler's own login: a hidden marker or a login that did not take is a LoginError
-            log_in(device, app.login, values, app.entry)  # type: ignore[arg-type]
-        for step in app.setup:
-            run_step(device, step.filled(values), app.entry)  # type: ignore[arg-type]
+        with (scripted or contextlib.nullcontext)():
+            if app.login:  # the crawler's own login: a hidden marker or a login that did not take is a LoginError
+                log_in(device, app.login, values, app.entry)  # type: ignore[arg-type]
+            for step in app.setup:
+                run_step(device, step.filled(values), app.entry)  # type: ignore[arg-type]
 
     return start
 
@@ -221,6 +225,9 @@ class ExplorerReplayer:
         self.failures: Counter[str] = Counter()
         self._instances: dict[str, Instance] = {}
         self._workdir: str | None = None
+        self._guard: Any = None  # read-only mode's NetworkGuard on the current device, and the app it is for
+        self._guard_app: str | None = None
+        self.refused: Counter[str] = Counter()  # app id -> requests read-only mode refused during replays
 
     def instance_for(self, app_id: str) -> Instance | None:
         """The app's environment instance (started on first use, reset before every start), or None."""
@@ -249,10 +256,39 @@ class ExplorerReplayer:
             shutil.rmtree(self._workdir, ignore_errors=True)
             self._workdir = None
 
+    def _guard_for(self, device: Any, app_id: str) -> None:
+        """Replays are held to the crawl's read-only mode: an app crawled without an environment or reset hook is
+        replayed with the same network guard (non-GET requests refused below the UI, the login's let through), so
+        a replay can neither write to the app nor see a screen the guarded crawl never saw (a background save
+        that succeeded instead of failing)."""
+        from explorers.network_guard import GuardUnavailable, NetworkGuard
+
+        app = self.apps.get(app_id)
+        wanted = app is not None and app.platform == "web" and app.read_only_mode
+        if self._guard is not None and (not wanted or self._guard_app != app_id):
+            self._drop_guard()
+        if wanted and self._guard is None and app is not None:
+            with contextlib.suppress(GuardUnavailable, AttributeError):
+                self._guard = NetworkGuard.attach(device.driver, app.network_allow)
+                self._guard_app = app_id
+
+    def _drop_guard(self) -> None:
+        if self._guard is not None:
+            self._count_refusals()
+            self._guard.close()
+        self._guard, self._guard_app = None, None
+
+    def _count_refusals(self) -> None:
+        if self._guard is not None and self._guard_app is not None:
+            self.refused[self._guard_app] += len(self._guard.drain())
+
+    def _scripted(self) -> contextlib.AbstractContextManager[object]:
+        return self._guard.scripted() if self._guard is not None else contextlib.nullcontext()
+
     def _start(self, traj: Trajectory, profile: Profile) -> Callable[[ReplayDevice], None]:
         first = traj.steps[0].observation
         return fresh_start(self.apps.get(traj.app_id), first.location, str(first.platform), profile,
-                           self.instance_for(traj.app_id))
+                           self.instance_for(traj.app_id), scripted=self._scripted)
 
     def __call__(self, trajs: list[Trajectory], index: StateIndex) -> list[Trajectory]:
         from explorers.sessions import EndpointSpec, open_device
@@ -266,12 +302,15 @@ class ExplorerReplayer:
             device = open_device(EndpointSpec("replay", self.endpoint_url, self.kind), profile)
             try:
                 for i in positions:
+                    self._guard_for(device, trajs[i].app_id)
                     outcome = replay_one(device, trajs[i], index, self._start(trajs[i], profile))
+                    self._count_refusals()
                     if not outcome.ok:
                         self.failures[outcome.reason.split(":")[0]] += 1
                     out[i] = mark(trajs[i], outcome)
                     self.on_done(1)
             finally:
+                self._drop_guard()
                 device.quit()
         self.close()
         return out
