@@ -118,3 +118,30 @@ def serving(argv: list[str], health_url: str, *, env: dict[str, str] | None = No
                 proc.wait()
         if proc.stderr:
             proc.stderr.close()
+
+
+def quiesce_sqlite(folder: Path) -> list[Path]:
+    """Switch every SQLite database under ``folder`` from WAL to a rollback journal (its content unchanged).
+
+    Why: a snapshot is read by every instance's copy, and a reader of a WAL database writes the ``-wal``/``-shm``
+    side files next to it, so the pristine folder would change under its readers; a database in rollback-journal
+    mode is read without writing anything. The app switches its copy back to WAL when it wants to."""
+    import sqlite3
+
+    done = []
+    for p in sorted(folder.rglob("*")):
+        if not p.is_file() or p.name.endswith(("-wal", "-shm", "-journal")):
+            continue
+        with p.open("rb") as fh:
+            if fh.read(16) != b"SQLite format 3\x00":
+                continue
+        con = sqlite3.connect(p)
+        try:
+            con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            con.execute("PRAGMA journal_mode=DELETE")
+        finally:
+            con.close()
+        for side in ("-wal", "-shm"):
+            Path(f"{p}{side}").unlink(missing_ok=True)
+        done.append(p)
+    return done
