@@ -144,10 +144,12 @@ def _digest(items: list[str]) -> str:
     return hashlib.sha256("\x1e".join(items).encode("utf-8")).hexdigest()[:20]
 
 
-def features(screen: Screen, with_phash: bool = True, stable_ids: bool = False) -> Features:
-    """The capture's state identity. ``stable_ids`` (``row_template``) is for comparing captures of two instances
-    of an app — replay on a fresh one — where the crawl's own state ids stay exact: within one instance a new
-    number in an id is a new record."""
+def features(screen: Screen, with_phash: bool = True, stable_ids: bool = True) -> Features:
+    """The capture's state identity. ``stable_ids`` (``row_template``, the default everywhere identity is
+    computed: the crawl's state ids, replay, rollouts) reads numbers in resource ids as placeholders: another
+    instance of the app numbers its records anew (``note-17`` there is ``note-3`` here), and a crawl's state ids
+    must name the same screens on any instance. Rows ``note-1`` … ``note-7`` are then one list's rows, as rows
+    without ids always were. ``stable_ids=False`` is the older exact reading, kept for comparisons."""
     counts = Counter(row_template(w, stable_ids) for w in screen.widgets)
     repeated = {t for t, n in counts.items() if n >= REPEAT_MIN}
     structure: set[str] = set()
