@@ -22,7 +22,7 @@ from graph.user_screens import (
     screens_of,
     site_titles_of,
 )
-from schemas import Action, BBox, DeviceProfile, Element, Observation, Platform, Transition
+from schemas import Action, ActionType, BBox, DeviceProfile, Element, Observation, Platform, Transition
 from schemas.base import stable_id
 
 BOX = BBox(x1=0, y1=0, x2=50, y2=20)
@@ -231,12 +231,12 @@ T0 = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 def _graph(pages: dict[str, tuple[str, list[Element]]], edges: list[tuple[str, str, str]]) -> AppGraph:
     obs = {s: Observation(
         id=stable_id("obs", s), screenshot_sha256=hashlib.sha256(s.encode()).hexdigest(), width=400, height=800,
-        device=DeviceProfile(name="desktop", width=400, height=800), platform="web", app_id="app",
+        device=DeviceProfile(name="desktop", width=400, height=800), platform=Platform.WEB, app_id="app",
         location=url, elements=els, timestamp=T0) for s, (url, els) in pages.items()}
     transitions = []
     for i, (src, kind, dst) in enumerate(edges):
-        action = Action(type="scroll", direction="down") if kind == "scroll" else \
-            Action(type="click", x=10, y=10, image_width=400, image_height=800)
+        action = Action(type=ActionType.SCROLL, direction="down") if kind == "scroll" else \
+            Action(type=ActionType.CLICK, x=10, y=10, image_width=400, image_height=800)
         transitions.append(Transition(
             id=f"t{i:02d}", run_id="r", app_id="app", from_state=src, to_state=dst,
             from_observation_id=obs[src].id, to_observation_id=obs[dst].id, action=action, effective=True,
