@@ -45,6 +45,7 @@ from graph.abstraction import _HEXISH, _SESSION_PARAM, _TOKENISH, normalize_text
 if TYPE_CHECKING:
     from graph.abstraction import Features
     from graph.reader import AppGraph
+    from schemas import Transition
 
 # Landmark tags (HTML-AAM): a header/footer is the page's banner/contentinfo only outside sectioning content.
 TAG_REGIONS = {"header": "banner", "nav": "navigation", "main": "main", "footer": "contentinfo",
@@ -100,10 +101,42 @@ def _tags(path: str) -> list[str]:
     return [seg for seg in _INDEX.sub("", path).split("/") if seg]
 
 
+OVERLAY_HIDDEN_SHARE = 0.5  # of a capture's elements covered by a modal layer
+OVERLAY_MIN_HIDDEN = 3
+
+
+def overlay_root(parts: Sequence[Part]) -> str:
+    """The DOM path of a modal layer covering the page, "" when none: most of the capture's elements are present
+    but covered (not hit-testable), and every element still reachable sits in one subtree that holds none of the
+    covered ones. That is what an open modal does whatever its markup (a ``div`` with ``role="dialog"`` and no text
+    of its own is not in the capture; its contents and the page it covers are)."""
+    shown = [p.path for p in parts if p.visible and p.path]
+    hidden = [p.path for p in parts if not p.visible and p.path]
+    if not shown or len(hidden) < max(OVERLAY_MIN_HIDDEN, OVERLAY_HIDDEN_SHARE * len(parts)):
+        return ""
+    segs = shown[0].split("/")
+    for path in shown[1:]:
+        other = path.split("/")
+        n = 0
+        while n < min(len(segs), len(other)) and segs[n] == other[n]:
+            n += 1
+        segs = segs[:n]
+    if len(shown) > 1 or segs:
+        segs = segs[:-1] if len(shown) == 1 else segs  # one control alone: its container is the layer
+    root = "/".join(segs)
+    if len(segs) < 2 or any(h == root or h.startswith(root + "/") for h in hidden):
+        return ""
+    return root
+
+
 def regions(parts: Sequence[Part]) -> list[frozenset[str]]:
     """Per part, the kinds of region it sits in (``main``, ``banner``, ``navigation``, ``dialog``, ``live``,
-    ``menu``, …; empty for plain content), from the tags of its DOM path and the roles of captured ancestors."""
+    ``menu``, …; empty for plain content), from the tags of its DOM path, the roles of captured ancestors and a
+    modal layer covering the page (``overlay_root``)."""
     roots = [(_INDEX.sub("", p.path), ROLE_REGIONS[p.role]) for p in parts if p.role in ROLE_REGIONS and p.path]
+    modal = overlay_root(parts)
+    if modal:
+        roots.append((_INDEX.sub("", modal), "dialog"))
     out = []
     for p in parts:
         kinds: set[str] = set()
@@ -346,23 +379,30 @@ SITE_TITLE_SHARE = 0.8  # of an app's states
 SITE_TITLE_MIN_STATES = 5
 
 
+def site_titles(screens: Iterable[tuple[Iterable[Any], str]]) -> frozenset[str]:
+    """The app's own title: the headings and document-title parts (``Page - Site``) shown on (nearly) every one
+    of ``screens`` (each its elements and its document title, "" where unknown). They name the app, never a
+    screen (a sidebar's "My Wiki" on every page)."""
+    counts: Counter[str] = Counter()
+    n = 0
+    for elements, title in screens:
+        n += 1
+        said = {_clean(p.text) for p in parts_of(elements) if p.role == "heading" and p.visible and _clean(p.text)}
+        parts = _title_parts(title)
+        said.update(parts if len(parts) > 1 else [])
+        counts.update(said)
+    if n < SITE_TITLE_MIN_STATES:
+        return frozenset()
+    return frozenset(h for h, c in counts.items() if c >= SITE_TITLE_SHARE * n)
+
+
 def site_titles_of(graph: AppGraph) -> frozenset[str]:
-    """The app's own title: headings shown on (nearly) every state of the graph (a sidebar's "My Wiki"). They
-    name the app, never a screen. Computed once per graph (``AppGraph.derived``)."""
+    """``site_titles`` of a graph's states (their first captures), computed once per graph (``AppGraph.derived``)."""
     cached = graph.derived.get("user_screens.site_titles")
     if isinstance(cached, frozenset):
         return cached
-    counts: Counter[str] = Counter()
-    n = 0
-    for ids in graph.state_observations.values():
-        obs = [graph.observations[i] for i in ids if i in graph.observations]
-        if not obs:
-            continue
-        n += 1
-        counts.update({_clean(e.text) for o in obs for e in o.elements
-                       if e.role == "heading" and e.visible and _clean(e.text)})
-    out = frozenset(h for h, c in counts.items() if c >= SITE_TITLE_SHARE * n) if n >= SITE_TITLE_MIN_STATES \
-        else frozenset()
+    reps = (graph.representative(s) for s in graph.states)
+    out = site_titles((o.elements, "") for o in reps if o is not None)
     graph.derived["user_screens.site_titles"] = out
     return out
 
@@ -410,7 +450,7 @@ def _screens(graph: AppGraph) -> tuple[dict[str, ScreenKey], dict[str, str]]:
 
     scrolled_into: set[str] = set()
     for t in graph.transitions:
-        if t.error or str(t.action.type) not in SCROLL_ACTIONS or t.from_state == t.to_state:
+        if t.error or t.from_state == t.to_state or not _scrolls(graph, t):
             continue
         a, b = t.from_state, t.to_state
         if a in keys and b in keys and keys[a].route == keys[b].route:
@@ -429,6 +469,19 @@ def _screens(graph: AppGraph) -> tuple[dict[str, ScreenKey], dict[str, str]]:
         top.update((s, head) for s in group)
     graph.derived["user_screens.screens"] = (keys, top)
     return keys, top
+
+
+def _scrolls(graph: AppGraph, t: Transition) -> bool:
+    """Whether a transition only moved the viewport: a scroll or swipe, or a jump to an anchor of the page it was
+    on (a table of contents' ``#section`` link; ``route`` reads an anchor as no part of the route)."""
+    if str(t.action.type) in SCROLL_ACTIONS:
+        return True
+    after = graph.observations.get(t.to_observation_id)
+    before = graph.observations.get(t.from_observation_id)
+    if after is None or before is None or "#" not in after.location:
+        return False
+    anchor = urlsplit(after.location).fragment
+    return bool(anchor) and not anchor.startswith(("/", "!/")) and after.location != before.location
 
 
 def _discovery_order(graph: AppGraph) -> list[str]:
