@@ -156,6 +156,30 @@ def test_same_screen_on_crawl_features_follows_the_same_rules() -> None:
         assert not same_screen(got[0], got[1], want[0], want[1])  # type: ignore[arg-type]
 
 
+def test_a_modal_layer_covering_the_page_is_a_dialog_whatever_its_markup() -> None:
+    """A ``div role=dialog`` with no text of its own is not captured; its contents are, and the page under it is
+    present but covered (not hit-testable). That is a dialog: another screen, named by its heading."""
+    covered = [e.model_copy(update={"visible": False}) for e in page()]
+    layer = [el("body[1]/main[1]/div[9]/div[1]/h2[1]", "Share note", role="heading"),
+             el("body[1]/main[1]/div[9]/div[1]/input[1]", "Link", role="textbox", cls="input:text", editable=True),
+             el("body[1]/main[1]/div[9]/div[1]/button[1]", "Copy link", role="button", clickable=True)]
+    assert screen_name(covered + layer) == "Share note"
+    assert "dialog" in screen_key(URL, covered + layer).skeleton
+    # The same controls in the page, nothing covered: no dialog, and the page keeps its name.
+    assert "dialog" not in screen_key(URL, page(extra=tuple(layer))).skeleton
+    assert screen_name(page(extra=tuple(layer))) == "Invoices"
+
+
+def test_a_jump_to_an_anchor_of_the_page_is_a_scroll() -> None:
+    top = page("Configuration")
+    there = [e for e in page("Configuration") if "h1" not in e.path] + [
+        el("body[1]/main[1]/h2[4]", "[logging]", role="heading")]
+    g = _graph({"top": (URL, top), "there": (URL + "#logging", there), "bills": ("http://h/bills", page("Bills"))},
+               [("top", "click", "there"), ("there", "click", "bills")])
+    screens = screens_of(g)
+    assert screens["there"] == screens["top"] != screens["bills"]
+
+
 # --- names ---------------------------------------------------------------------------------------------------
 
 
