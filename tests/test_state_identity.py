@@ -99,3 +99,14 @@ def test_ids_built_from_database_keys_match_across_instances() -> None:
     moved = ground_action(tap, recorded, fresh)
     assert moved is not None and moved.target_element_id == next(
         w.element.id for w in fresh.widgets if w.element.resource_id == "payed_for-100")
+
+
+def test_a_flash_or_toast_in_a_live_region_is_the_same_state() -> None:
+    """A flash ("Your changes were saved", ``role="status"``) or a toast with its close button (``role="alert"``)
+    comes and goes on one screen: no part of its state. Text outside a live region still is."""
+    flash = _w("body[1]/div[1]/p[1]", "Your changes were saved", role="status")
+    toast = [_w("body[1]/div[9]", "Logged in", role="alert"), _w("body[1]/div[9]/button[1]", "×", role="button")]
+    assert _key(_page(2, flash)) == _key(_page(2, *toast)) == _key(_page(2))
+    table = StateTable("wiki")
+    assert table.assign(features(_page(2, flash), False))[0] == table.assign(features(_page(2), False))[0]
+    assert _key(_page(2, _w("body[1]/div[1]/p[1]", "Your changes were saved"))) != _key(_page(2))
