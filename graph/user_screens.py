@@ -133,10 +133,10 @@ def regions(parts: Sequence[Part]) -> list[frozenset[str]]:
     """Per part, the kinds of region it sits in (``main``, ``banner``, ``navigation``, ``dialog``, ``live``,
     ``menu``, …; empty for plain content), from the tags of its DOM path, the roles of captured ancestors and a
     modal layer covering the page (``overlay_root``)."""
-    roots = [(_INDEX.sub("", p.path), ROLE_REGIONS[p.role]) for p in parts if p.role in ROLE_REGIONS and p.path]
+    roots = [(p.path, ROLE_REGIONS[p.role]) for p in parts if p.role in ROLE_REGIONS and p.path]
     modal = overlay_root(parts)
     if modal:
-        roots.append((_INDEX.sub("", modal), "dialog"))
+        roots.append((modal, "dialog"))
     out = []
     for p in parts:
         kinds: set[str] = set()
@@ -148,9 +148,8 @@ def regions(parts: Sequence[Part]) -> list[frozenset[str]]:
             if kind:
                 kinds.add(kind)
             sectioned = sectioned or tag in SECTIONING
-        path = _INDEX.sub("", p.path)
         for root, kind in roots:
-            if path == root or path.startswith(root + "/"):
+            if p.path == root or p.path.startswith(root + "/"):
                 kinds.add(kind)
         if p.role in ROLE_REGIONS:
             kinds.add(ROLE_REGIONS[p.role])

@@ -266,3 +266,14 @@ def _graph(pages: dict[str, tuple[str, list[Element]]], edges: list[tuple[str, s
             from_observation_id=obs[src].id, to_observation_id=obs[dst].id, action=action, effective=True,
             timestamp=T0 + timedelta(seconds=i)))
     return build_graph("app", list(obs.values()), transitions)
+
+
+def test_a_role_region_covers_its_own_subtree_only() -> None:
+    """A ``role="dialog"`` element with text of its own at ``body[1]/div[5]`` makes its subtree a dialog, not every
+    ``div`` of the body."""
+    els = [el("body[1]/div[1]/h1[1]", "Invoices", role="heading"), el("body[1]/div[1]/p[1]", "Rent"),
+           el("body[1]/div[5]", "Saving…", role="dialog", cls="div"),
+           el("body[1]/div[5]/h2[1]", "Saving", role="heading")]
+    assert screen_name(els) == "Saving"
+    assert screen_name(els[:2]) == "Invoices"
+    assert "dialog" in screen_key(URL, els).skeleton and "content" in screen_key(URL, els).skeleton
