@@ -211,8 +211,11 @@ def screen_counts(out: Path, app: dict[str, Any]) -> tuple[int, int, int]:
     states: set[str] = set()
     screens: set[str] = set()
     names: set[str] = set()
+    nodes = out / app["id"] / "nodes.parquet"
+    rows = pq.read_table(nodes, columns=["state_id", "title"]).to_pylist() if nodes.exists() else []
+    titles = {r["state_id"]: r["title"] or "" for r in rows}
     for g in graphs.values():
-        keys, named = screens_of(g), screen_names_of(g)
+        keys, named = screens_of(g), screen_names_of(g, titles)
         for sid, key in keys.items():
             obs = g.representative(sid)
             if obs is None or urlsplit(obs.location).hostname != host:

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlsplit
@@ -416,15 +416,21 @@ def screens_of(graph: AppGraph) -> dict[str, str]:
     return {s: str(keys[t]) for s, t in top.items()}
 
 
-def screen_names_of(graph: AppGraph) -> dict[str, str]:
+def screen_names_of(graph: AppGraph, titles: Mapping[str, str] | None = None) -> dict[str, str]:
     """Each state → its screen's name (``screen_name`` of the state its screen is keyed by, the graph's site
-    titles left out): what the viewer captions and the benchmark's ``distinct_name_ratio`` counts."""
+    titles left out): what the viewer captions and the benchmark's ``distinct_name_ratio`` counts. ``titles``:
+    the states' document titles where known (the crawl's ``nodes.parquet``; observations do not hold them), the
+    fallback for a screen with no heading."""
     _keys, top = _screens(graph)
+    titles = titles or {}
     site = site_titles_of(graph)
+    if titles:
+        reps = [(s, graph.representative(s)) for s in graph.states]
+        site |= site_titles((o.elements, titles.get(s, "")) for s, o in reps if o is not None)
     names: dict[str, str] = {}
     for t in set(top.values()):
         obs = graph.representative(t)
-        names[t] = screen_name(obs.elements, site_titles=site) if obs is not None else ""
+        names[t] = screen_name(obs.elements, titles.get(t, ""), site_titles=site) if obs is not None else ""
     return {s: names[t] for s, t in top.items()}
 
 
