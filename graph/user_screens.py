@@ -38,7 +38,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 from graph.abstraction import _HEXISH, _SESSION_PARAM, _TOKENISH, normalize_text
 
@@ -485,8 +485,12 @@ def _scrolls(graph: AppGraph, t: Transition) -> bool:
     before = graph.observations.get(t.from_observation_id)
     if after is None or before is None or "#" not in after.location:
         return False
-    anchor = urlsplit(after.location).fragment
-    return bool(anchor) and not anchor.startswith(("/", "!/")) and after.location != before.location
+    anchor = unquote(urlsplit(after.location).fragment)
+    if not anchor or anchor.startswith(("/", "!/")) or after.location == before.location:
+        return False
+    # The page holds an element of that id: a jump within it. A fragment that names no element is an app's own
+    # route (a single-page wiki's ``#SomeTiddler`` permalink), whatever it looks like.
+    return any(e.resource_id == anchor for o in (after, before) for e in o.elements)
 
 
 def _discovery_order(graph: AppGraph) -> list[str]:

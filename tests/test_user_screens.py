@@ -173,11 +173,16 @@ def test_a_modal_layer_covering_the_page_is_a_dialog_whatever_its_markup() -> No
 def test_a_jump_to_an_anchor_of_the_page_is_a_scroll() -> None:
     top = page("Configuration")
     there = [e for e in page("Configuration") if "h1" not in e.path] + [
-        el("body[1]/main[1]/h2[4]", "[logging]", role="heading")]
+        el("body[1]/main[1]/h2[4]", "[logging]", role="heading", rid="logging")]
     g = _graph({"top": (URL, top), "there": (URL + "#logging", there), "bills": ("http://h/bills", page("Bills"))},
                [("top", "click", "there"), ("there", "click", "bills")])
     screens = screens_of(g)
     assert screens["there"] == screens["top"] != screens["bills"]
+    # A fragment that names no element of the page is a single-page app's route (a wiki's ``#Tiddler``).
+    tiddler = [e for e in page("Configuration") if "h1" not in e.path] + [
+        el("body[1]/main[1]/h2[1]", "GettingStarted", role="heading")]
+    g = _graph({"top": (URL, top), "tiddler": (URL + "#GettingStarted", tiddler)}, [("top", "click", "tiddler")])
+    assert screens_of(g)["tiddler"] != screens_of(g)["top"]
 
 
 # --- names ---------------------------------------------------------------------------------------------------
