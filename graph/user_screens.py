@@ -10,25 +10,30 @@ other way" or "the home page showing other random books". So a **screen key** is
 * the **route**: the URL path (an SPA's ``#/route`` fragment read as path), with id-like segments as
   placeholders (numbers, UUIDs, hashes, session tokens, ``slug-42`` record names; a word stays a word, since a
   wiki page's name *is* the screen) and the query's keys without their values (values filter, sort, paginate);
-* the **heading** of the main content (``main_heading``), normalized (numbers and dates as placeholders);
+* the **heading** of the main content (``screen_name``), normalized (numbers and dates as placeholders);
 * the **skeleton**: the landmark-level structure — which landmarks the capture shows, whether the main content
   shows anything beyond its heading (a half-drawn landing does not), whether it holds editable fields (a page and
-  its edit form are two screens), and any open dialog (with its heading) or open menu. Element texts, counts,
-  order, values and positions are not in it.
+  its edit form are two screens), and any open dialog (its heading is then the name) or open menu. Element
+  texts, counts, order, values and positions are not in it.
 
 Everything is read from general signals only — element tags in the DOM path (``header``, ``nav``, ``main``,
-``footer``, ``aside``, ``dialog``), ARIA roles of captured elements (a ``role="alert"`` flash, a
-``role="dialog"`` panel, ``menuitem``/``option`` rows of an open menu) and position in the DOM — never an app's
-words. A flash/toast/clock lives in a live region (``alert``, ``status``, ``timer``, ``log``, ``marquee``) and
-is skipped; a trail lives in a navigation landmark or in the banner, which only count as present or absent.
+``footer``, ``aside``, ``dialog``), ARIA roles of captured elements (the web capture keeps a ``role="alert"``,
+``role="dialog"``, landmark or menu container even without text of its own: ``explorers.web_script``), a modal
+layer covering the page (``overlay_root``: the rest of the page is present but not hit-testable) and position in
+the DOM — never an app's words. A flash/toast/clock lives in a live region (``alert``, ``status``, ``timer``,
+``log``, ``marquee``) and is skipped; a trail lives in a navigation landmark or in the banner, which only count as
+present or absent; a site title is a heading on nearly every state (``site_titles``) or a link glued in front of
+the heading's words.
 
 **Scroll position.** A capture holds only what is in the viewport, so a page scrolled past its heading shows
 another first heading, or none. One capture cannot know it was scrolled, but the graph can: ``screens_of`` puts
-the states that a scroll joins on one route into one screen, named by the one the scrolling started from.
+the states that a scroll (or a jump to an anchor of the page) joins on one route into one screen, named by the
+one the scrolling started from.
 
-Limits: ARIA landmark roles put on a ``div`` that has no text of its own are not in the capture (the element
-record holds the tag path, not the container's attributes), so such an app's banner is content here; its
-screens still split only by heading, dialogs and forms, never by the banner's texts.
+Limits: graphs crawled before region containers were captured hold only the tag path, so a banner marked only by
+``role="banner"`` on a ``div`` is content there; its screens still split only by heading, dialogs and forms,
+never by the banner's texts. An app without landmark tags or roles has its header's search box counted as a
+form on every screen, so its edit forms are told apart by route (``?action=edit``) and heading only.
 """
 
 from __future__ import annotations
