@@ -37,7 +37,14 @@
    ``crawl_failures`` (jobs that died) and ``unintended_writes`` (changes the crawls made that
    nobody allowed, read from each app's own data: the demo app's log of dangerous actions done, seeded database
    rows edited or removed, TiddlyWiki's stored tiddlers and Node-RED's deployed nodes edited or removed).
-   A per-app table (states, coverage and unintended writes per policy) closes this part; ``--json`` saves it.
+   **Screens as a user counts them** (``graph.user_screens.screens_of`` over each crawl's exported graph: route +
+   main heading + landmark skeleton; trails, flashes, scroll and typed text merged) are reported beside the states:
+   per app and policy ``screens_*``, ``false_split_rate_*`` (graph states that are extra splits of one screen /
+   graph states) and ``distinct_name_ratio_*`` (distinct screen names / distinct screens), and over all crawls
+   ``false_split_rate``, ``distinct_name_ratio``, ``screens_vs_dfs`` and ``screens_vs_random`` (geometric means of
+   the per-app ratios, like the states figures, which stay).
+   A per-app table (states, screens, coverage and unintended writes per policy) closes this part; ``--json`` saves
+   it.
 2. ``steps_vs_raw`` — steps/s of a trajforge crawl (random policy, so the choice of action is as cheap as the
    raw loop's) vs a raw Selenium loop doing the same observe+act calls on the same app and profile, replaying the
    crawl's own actions (so a tap that loads a page is paid by both: the ratio is the crawl's overhead; the older
