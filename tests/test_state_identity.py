@@ -79,7 +79,7 @@ def test_ids_built_from_database_keys_match_across_instances() -> None:
     ``stable_ids=False`` (the older exact reading) still tells them apart. The replayed tap finds its box by the
     same reading."""
     from pipelines.synthesis.verify.replay import ground_action
-    from schemas import Action, DeviceProfile, Observation
+    from schemas import Action, ActionType, DeviceProfile, Observation
 
     def form(first_id: int) -> Screen:
         boxes = [_w(f"body[1]/form[1]/label[{i + 1}]/input[1]", name, role="checkbox", checked=True,
@@ -92,10 +92,11 @@ def test_ids_built_from_database_keys_match_across_instances() -> None:
         features(fresh, False, stable_ids=False).structural_hash
     els = [w.element for w in crawl.widgets]
     recorded = Observation(id="o1", screenshot_sha256="0" * 64, width=400, height=800,
-                           device=DeviceProfile(name="desktop", width=400, height=800), platform="web", app_id="ihm",
-                           location="http://h/wiki/Front", elements=els, exact_hash="x", structural_hash="y")
+                           device=DeviceProfile(name="desktop", width=400, height=800), platform=Platform.WEB,
+                           app_id="ihm", location="http://h/wiki/Front", elements=els, exact_hash="x",
+                           structural_hash="y")
     amina = next(e for e in els if e.text == "Amina")
-    tap = Action(type="click", x=50, y=20, image_width=400, image_height=800, target_element_id=amina.id)
+    tap = Action(type=ActionType.CLICK, x=50, y=20, image_width=400, image_height=800, target_element_id=amina.id)
     moved = ground_action(tap, recorded, fresh)
     assert moved is not None and moved.target_element_id == next(
         w.element.id for w in fresh.widgets if w.element.resource_id == "payed_for-100")
