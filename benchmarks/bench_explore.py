@@ -39,7 +39,14 @@
    ``crawl_failures`` (jobs that died) and ``unintended_writes`` (changes the crawls made that
    nobody allowed, read from each app's own data: the demo app's log of dangerous actions done, seeded database
    rows edited or removed, TiddlyWiki's stored tiddlers and Node-RED's deployed nodes edited or removed).
-   A per-app table (states, coverage and unintended writes per policy) closes this part; ``--json`` saves it.
+   **Screens as a user counts them** (``graph.user_screens.screens_of`` over each crawl's exported graph: route +
+   main heading + landmark skeleton; trails, flashes, scroll and typed text merged) are reported beside the states:
+   per app and policy ``screens_*``, ``false_split_rate_*`` (graph states that are extra splits of one screen /
+   graph states) and ``distinct_name_ratio_*`` (distinct screen names / distinct screens), and over all crawls
+   ``false_split_rate``, ``distinct_name_ratio``, ``screens_vs_dfs`` and ``screens_vs_random`` (geometric means of
+   the per-app ratios, like the states figures, which stay).
+   A per-app table (states, screens, coverage and unintended writes per policy) closes this part; ``--json`` saves
+   it.
 2. ``steps_vs_raw`` — steps/s of a trajforge crawl (random policy, so the choice of action is as cheap as the
    raw loop's) vs a raw Selenium loop doing the same observe+act calls on the same app and profile, replaying the
    crawl's own actions (so a tap that loads a page is paid by both: the ratio is the crawl's overhead; the older
@@ -205,6 +212,32 @@ def common_counts(outs: dict[str, Path], apps: dict[str, dict[str, Any]]) -> dic
     return {name: len({exact_hash(f, mask) for loc, f in obs
                        if urlsplit(loc).hostname == urlsplit(apps[name]["entry"]).hostname})
             for name, (obs, _m) in logged.items()}
+
+
+def screen_counts(out: Path, app: dict[str, Any]) -> tuple[int, int, int]:
+    """(graph states, distinct screens, distinct screen names) of one crawl's exported graph, in-app states only:
+    screens as a user counts them (``graph.user_screens.screens_of``), names as the viewer captions them."""
+    from graph.reader import load_graphs
+    from graph.user_screens import screen_names_of, screens_of
+
+    graphs = load_graphs(out / app["id"], [app["id"]]).graphs
+    host = urlsplit(app["entry"]).hostname
+    states: set[str] = set()
+    screens: set[str] = set()
+    names: set[str] = set()
+    nodes = out / app["id"] / "nodes.parquet"
+    rows = pq.read_table(nodes, columns=["state_id", "title"]).to_pylist() if nodes.exists() else []
+    titles = {r["state_id"]: r["title"] or "" for r in rows}
+    for g in graphs.values():
+        keys, named = screens_of(g), screen_names_of(g, titles)
+        for sid, key in keys.items():
+            obs = g.representative(sid)
+            if obs is None or urlsplit(obs.location).hostname != host:
+                continue
+            states.add(sid)
+            screens.add(key)
+            names.add(named.get(sid, ""))
+    return len(states), len(screens), len(names)
 
 
 @contextmanager
@@ -467,6 +500,9 @@ class PolicyRun:
     baseline: int | None = None  # what the baseline (loading the entry screen) ran
     covered_unit: str = ""  # "lines" or "js_bytes"
     js: dict[str, int] | None = None  # the JS coverage summary (scripts, bytes, functions and what ran)
+    graph_states: int = 0  # states of the exported graph (on the app's host), what screens are counted from
+    screens: int = 0  # distinct screens as a user counts them (graph.user_screens)
+    names: int = 0  # distinct screen names
 
 
 def _crawl_job(out: Path, device: str, app: AppRun, steps: int, policy: str, seed: int = 7) -> PolicyRun:
@@ -526,6 +562,12 @@ def compare_policies(kind: str, tmp: Path, drivers: list[str], steps: int, procs
     for p in POLICIES:
         got[p].states = found.get(p, 0)
         print(f"BENCH states_{p}_{app_id}={got[p].states}")
+        if not got[p].failed:
+            r = got[p]
+            r.graph_states, r.screens, r.names = screen_counts(outs[p], runs[p].entry)
+            print(f"BENCH screens_{p}_{app_id}={r.screens}")
+            print(f"BENCH false_split_rate_{p}_{app_id}={(r.graph_states - r.screens) / max(1, r.graph_states):.3f}")
+            print(f"BENCH distinct_name_ratio_{p}_{app_id}={r.names / max(1, r.screens):.3f}")
         if got[p].covered_unit == "lines":
             print(f"BENCH covered_lines_{p}_{app_id}={got[p].covered}")  # beyond the baseline
             print(f"BENCH covered_lines_raw_{p}_{app_id}={got[p].covered_raw}")
@@ -656,6 +698,7 @@ def main() -> None:
                 print(f"BENCH coverage_vs_random={_geo(cov):.3f}")
                 print(f"BENCH states_vs_dfs={ratio('greedy', 'dfs'):.3f}")
                 print(f"BENCH states_vs_random={ratio('greedy', 'random'):.3f}")
+                screen_figures(per_app, runs)
             if args.crawls_only:
                 return
             steps_vs_raw(tmp, drivers[0].url, demo, args.raw_steps, args.speed_repeats)
@@ -664,6 +707,24 @@ def main() -> None:
         finally:
             for p in procs:
                 p.stop()
+
+
+def screen_figures(per_app: dict[str, dict[str, PolicyRun]], runs: list[PolicyRun]) -> None:
+    """Screens as a user counts them beside the states figures: ``screens_vs_random`` / ``screens_vs_dfs``
+    (geometric means of greedy's distinct screens over the baseline's, per app), ``false_split_rate`` (graph
+    states that are extra splits of one screen, over all graph states of every crawl) and
+    ``distinct_name_ratio`` (distinct screen names over distinct screens, pooled over every crawl)."""
+    alive = [r for r in runs if not r.failed]
+
+    def ratio(a: str, b: str) -> float:
+        return _geo([got[a].screens / max(1, got[b].screens) for got in per_app.values()])
+
+    states = sum(r.graph_states for r in alive)
+    screens = sum(r.screens for r in alive)
+    print(f"BENCH false_split_rate={(states - screens) / max(1, states):.3f}")
+    print(f"BENCH distinct_name_ratio={sum(r.names for r in alive) / max(1, screens):.3f}")
+    print(f"BENCH screens_vs_dfs={ratio('greedy', 'dfs'):.3f}")
+    print(f"BENCH screens_vs_random={ratio('greedy', 'random'):.3f}")
 
 
 def steps_vs_raw(tmp: Path, device: str, demo: ManagedProcess, steps: int, pairs: int) -> None:
@@ -748,6 +809,9 @@ def mean_runs(got: list[dict[str, PolicyRun]]) -> dict[str, PolicyRun]:
             covered=_mean(covered) if covered else None, covered_raw=_mean(raw) if raw else None,
             baseline=_mean(base) if base else None,
             covered_unit=next((r.covered_unit for r in alive if r.covered_unit), ""),
+            graph_states=_mean([r.graph_states for r in alive]) if alive else 0,
+            screens=_mean([r.screens for r in alive]) if alive else 0,
+            names=_mean([r.names for r in alive]) if alive else 0,
         )
     return out
 
@@ -770,8 +834,8 @@ def print_table(per_app: dict[str, dict[str, PolicyRun]], steps: int, repeats: i
 
     table = Table(title=f"exploration, {steps} actions per app and policy"
                   + (f", means of {repeats} crawls each" if repeats > 1 else ""))
-    for col in ("app", "states g/r/d", "coverage beyond baseline g/r/d", "raw coverage g/r/d", "baseline g/r/d",
-                "unit", "unintended writes g/r/d", "died"):
+    for col in ("app", "states g/r/d", "screens g/r/d", "coverage beyond baseline g/r/d", "raw coverage g/r/d",
+                "baseline g/r/d", "unit", "unintended writes g/r/d", "died"):
         table.add_column(col)
 
     def row(values: list[int | None], unit: str) -> str:
@@ -780,6 +844,7 @@ def print_table(per_app: dict[str, dict[str, PolicyRun]], steps: int, repeats: i
     for kind, got in per_app.items():
         unit = next((got[p].covered_unit for p in POLICIES if got[p].covered_unit), "")
         table.add_row(kind, "/".join(str(got[p].states) for p in POLICIES),
+                      "/".join(str(got[p].screens) for p in POLICIES),
                       row([got[p].covered for p in POLICIES], unit), row([got[p].covered_raw for p in POLICIES], unit),
                       row([got[p].baseline for p in POLICIES], unit), unit or "–",
                       "/".join(str(len(got[p].writes)) for p in POLICIES),

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from graph.paths import breadth_first, first_hops
+from graph.user_screens import screen_name
 from schemas import Action
 
 GROUP_LIMIT = 2  # rows of one list tried per state
@@ -20,14 +21,9 @@ INEFFECTIVE_LIMIT = 2  # an element that did nothing this many times is not trie
 
 
 def screen_heading(elements: list[dict[str, Any]]) -> str:
-    """The top-most heading of a logged observation's elements (the screen's name to a person)."""
-    best: tuple[float, str] | None = None
-    for e in elements:
-        if e.get("role") == "heading" and e.get("text"):
-            y = float((e.get("bbox") or {}).get("y1", 0.0))
-            if best is None or y < best[0]:
-                best = (y, str(e["text"]))
-    return best[1] if best else ""
+    """A logged observation's screen name to a person (``graph.user_screens.screen_name``: the main content's
+    heading, not the navigation's or a user menu's)."""
+    return screen_name(elements)
 
 
 @dataclass

@@ -3,7 +3,7 @@
 DroidBot's utg.js needs a folder of screenshots and a vis.js download; this page is one file (thumbnails are
 inlined as JPEG data URLs, layout is computed here) so it can be mailed, attached to a CI run or opened
 offline. Screens are laid out in layers by BFS depth from the entry, each layer ordered after the screens that
-lead to it (fewer crossings); a card is as tall as its screenshot and captioned with the screen's heading. All
+lead to it (fewer crossings); a card is as tall as its screenshot and captioned with the screen's name. All
 actions between two screens are one arrow (thicker for more; hover it for the actions). Clicking a screen shows
 its heading, URL, the actions tried there with where each led, and its audit entries (refused actions, errors,
 unreadable elements, dialogs, actions that ran new app code), and highlights its edges (out in orange, in in
@@ -23,8 +23,8 @@ from typing import Any
 import pyarrow.parquet as pq
 from PIL import Image
 
-from explorers.graph import screen_heading
 from graph.paths import breadth_first
+from graph.user_screens import screen_name, site_titles
 from schemas import BlobStore
 
 THUMB_W = 150
@@ -49,23 +49,24 @@ def _thumb(blobs: BlobStore, sha: str) -> tuple[str, int]:
         return "", 90
 
 
-def _element_labels(app_dir: Path, observation_ids: set[str]) -> tuple[dict[tuple[str, str], str], dict[str, str]]:
-    """(observation, element) → the element's visible label, and observation → its screen heading."""
+def _element_labels(app_dir: Path, observation_ids: set[str]
+                    ) -> tuple[dict[tuple[str, str], str], dict[str, list[dict[str, Any]]]]:
+    """(observation, element) → the element's visible label, and observation → its elements."""
     path = app_dir / "observations.parquet"
     if not path.exists():
         return {}, {}
     labels: dict[tuple[str, str], str] = {}
-    headings: dict[str, str] = {}
+    elements_of: dict[str, list[dict[str, Any]]] = {}
     for o in pq.read_table(path, columns=["id", "elements"]).to_pylist():
         if o["id"] not in observation_ids:
             continue
         elements = o["elements"] or []
-        headings[o["id"]] = screen_heading(elements)
+        elements_of[o["id"]] = elements
         for e in elements:
             text = (e.get("text") or e.get("content_desc") or e.get("resource_id") or "").strip()
             if text:
                 labels[(o["id"], e["id"])] = " ".join(text.split())[:40]
-    return labels, headings
+    return labels, elements_of
 
 
 def _action_label(t: dict[str, Any], labels: dict[tuple[str, str], str]) -> str:
@@ -131,9 +132,13 @@ def render_html(app_dir: Path, blobs: BlobStore, max_states: int = 400) -> str:
     nodes.sort(key=lambda n: n["first_seen"])
     nodes = nodes[:max_states]
     ids = {n["state_id"] for n in nodes}
-    labels, headings = _element_labels(app_dir, {t["from_observation_id"] for t in trans}
+    labels, elements_of = _element_labels(app_dir, {t["from_observation_id"] for t in trans}
                                        | {n["observation_id"] for n in nodes})
-    names = {n["state_id"]: headings.get(n["observation_id"]) or n["title"] or n["location"] for n in nodes}
+    # Captioned with the screen's name (``graph.user_screens.screen_name``): the main content's heading, never the
+    # navigation's, a user menu's or the app's own title (a heading or title part on nearly every screen).
+    site = site_titles((elements_of.get(n["observation_id"], []), n["title"] or "") for n in nodes)
+    names = {n["state_id"]: screen_name(elements_of.get(n["observation_id"], []), n["title"] or "", site)
+             or n["title"] or n["location"] for n in nodes}
     # Edges bundled per screen pair: one arrow however many actions led from one screen to the other.
     edges: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
     tried: dict[str, Counter[tuple[str, str]]] = defaultdict(Counter)  # state -> (action, destination) -> times

@@ -307,8 +307,14 @@ function formOf(el, tag) {
   const owner = CONTROLS[tag] ? P(el, 'form') : null;
   return owner || M(el, 'closest', 'form');
 }
-const seen = new Set(), out = [];
-function add(el, interactive) {
+// Containers whose ARIA role says what part of the page they are (a landmark, a dialog, an open menu, a live
+// region: a flash, a toast, a clock): kept even without text of their own, so what is inside them can be told
+// from the path (``graph.user_screens``; a flash is no part of a state, ``graph.abstraction``).
+const REGIONS = '[role=alert],[role=status],[role=timer],[role=marquee],[role=dialog],[role=alertdialog],' +
+  '[role=navigation],[role=main],[role=banner],[role=contentinfo],[role=complementary],[role=search],' +
+  '[role=menu],[role=menubar],[role=listbox]';
+const seen = new Set(), pushed = new Set(), out = [];
+function add(el, interactive, region) {
   if (seen.has(el) || out.length >= MAX) return;
   seen.add(el);
   const rc = visibleRect(el);
@@ -317,7 +323,7 @@ function add(el, interactive) {
   const editable = (tag === 'INPUT' && !['checkbox', 'radio', 'submit', 'button', 'reset', 'image', 'hidden',
     'file', 'range', 'color'].includes(type)) || tag === 'TEXTAREA' || !!P(el, 'isContentEditable');
   const text = interactive ? nameOf(el, tag) : flowText(el) || (tag === 'IMG' ? clean(P(el, 'alt')) : '');
-  if (!interactive && !text) return;
+  if (!interactive && !text && !region) return;
   const form = formOf(el, tag);
   const st = getComputedStyle(el);
   const role = roleOf(el, tag);
@@ -348,6 +354,7 @@ function add(el, interactive) {
       return [str(P(o, 'value')), clean(P(o, 'text'), 60), !!P(o, 'disabled')]; }).slice(0, 30) : [],
     dialog: !!M(el, 'closest', '[role=dialog],dialog'),
   });
+  pushed.add(el);
 }
 function each(sel, interactive) {
   const list = M(doc, 'querySelectorAll', sel);
@@ -358,6 +365,13 @@ function each(sel, interactive) {
 const errors = [];
 each(INTERACTIVE, true);
 each(TEXTY, false);
+const regions = M(doc, 'querySelectorAll', REGIONS);
+for (let i = 0; i < regions.length; i++) {
+  const el = regions[i];
+  if (pushed.has(el)) continue;
+  seen.delete(el);
+  try { add(el, false, true); } catch (e) { errors.push(clean(String(e), 200)); }
+}
 const se = P(doc, 'scrollingElement') || P(doc, 'documentElement');
 return {url: location.href, title: str(P(doc, 'title')), w: w, h: h, dpr: window.devicePixelRatio || 1,
   scrollY: P(se, 'scrollTop'), scrollH: P(se, 'scrollHeight'), token: window.__tfToken,

@@ -140,21 +140,39 @@ class Features:
     raw_location: str = ""
 
 
+# ARIA live regions: a flash ("Saved", "You are logged in"), a toast, a clock. They come and go on one screen, so
+# they are no part of state identity (``graph.user_screens`` skips them for screens likewise); their controls are
+# still offered while they show. A chat's ``log`` is content, and stays.
+LIVE_ROLES = frozenset({"alert", "status", "timer", "marquee"})
+
+
+def live_elements(widgets: list[Widget]) -> set[int]:
+    """``id()`` of the widgets that are a live region's element (their role) or inside one (under a captured
+    element with a live role, by DOM path)."""
+    roots = tuple(w.element.path + "/" for w in widgets if w.element.role in LIVE_ROLES and w.element.path)
+    return {id(w) for w in widgets
+            if w.element.role in LIVE_ROLES or (roots and w.element.path.startswith(roots))}
+
+
 def _digest(items: list[str]) -> str:
     return hashlib.sha256("\x1e".join(items).encode("utf-8")).hexdigest()[:20]
 
 
-def features(screen: Screen, with_phash: bool = True, stable_ids: bool = False) -> Features:
-    """The capture's state identity. ``stable_ids`` (``row_template``) is for comparing captures of two instances
-    of an app — replay on a fresh one — where the crawl's own state ids stay exact: within one instance a new
-    number in an id is a new record."""
-    counts = Counter(row_template(w, stable_ids) for w in screen.widgets)
+def features(screen: Screen, with_phash: bool = True, stable_ids: bool = True) -> Features:
+    """The capture's state identity. ``stable_ids`` (``row_template``, the default everywhere identity is
+    computed: the crawl's state ids, replay, rollouts) reads numbers in resource ids as placeholders: another
+    instance of the app numbers its records anew (``note-17`` there is ``note-3`` here), and a crawl's state ids
+    must name the same screens on any instance. Rows ``note-1`` … ``note-7`` are then one list's rows, as rows
+    without ids always were. ``stable_ids=False`` is the older exact reading, kept for comparisons."""
+    live = live_elements(screen.widgets)
+    widgets = [w for w in screen.widgets if id(w) not in live]
+    counts = Counter(row_template(w, stable_ids) for w in widgets)
     repeated = {t for t, n in counts.items() if n >= REPEAT_MIN}
     structure: set[str] = set()
     content: dict[str, str] = {}
-    single = [w for w in screen.widgets if row_template(w, stable_ids) not in repeated]
+    single = [w for w in widgets if row_template(w, stable_ids) not in repeated]
     slots = dict(zip(map(id, single), slot_keys(single, stable_ids), strict=True))
-    for w in screen.widgets:
+    for w in widgets:
         e = w.element
         tmpl = row_template(w, stable_ids)
         vis = "v" if e.visible else "h"

@@ -12,8 +12,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from graph.abstraction import Features, features, normalize_text
+from graph.abstraction import Features, features
 from graph.screen import Screen, Widget
+from graph.user_screens import features_key, heading_key, screen_name
 
 if TYPE_CHECKING:
     from graph.reader import AppGraph
@@ -82,25 +83,19 @@ def same_state(got: Features, want: Features, dynamic: set[str]) -> bool:
     return text_diffs <= max(1, int(MAX_TEXT_DIFF_SHARE * len(want.content)))
 
 
-SAME_SCREEN_OVERLAP = 0.75  # share of structure (element slots) two captures of one screen have in common
-
-
 def heading_of(elements: Iterable[Any]) -> str:
-    """The screen's first visible heading, normalized (numbers and dates as placeholders); "" without one."""
-    for e in elements:
-        if getattr(e, "role", "") == "heading" and getattr(e, "visible", True) and (e.text or "").strip():
-            return normalize_text(e.text)
-    return ""
+    """The screen's name as ``same_screen`` compares it: the main content's heading (``graph.user_screens.
+    screen_name``: an open dialog's, else main content's, never the navigation's, a user menu's or a site title
+    glued in front), normalized (numbers and dates as placeholders, case folded); "" without one."""
+    return heading_key(screen_name(elements))
 
 
 def same_screen(got: Features, got_heading: str, want: Features, want_heading: str) -> bool:
-    """Route + heading + structure: the same normalized location (no host, port, numbers or session tokens), the
-    same first heading, and at least ``SAME_SCREEN_OVERLAP`` of their element slots in common (Jaccard). Content
-    may differ: that is what a start screen with random or instance-specific content does."""
-    if got.location != want.location or got_heading != want_heading:
-        return False
-    a, b = set(got.structure[1:]), set(want.structure[1:])
-    return len(a & b) >= SAME_SCREEN_OVERLAP * max(1, len(a | b))
+    """What a user calls the same screen (``graph.user_screens``): the same route (no host, port, numbers, session
+    tokens or query values), the same main heading (``heading_of``) and the same landmark-level skeleton (an open
+    dialog or menu, an edit form, a main content that is drawn). Texts, list lengths, flashes and trails may
+    differ: that is what a start screen with random or instance-specific content does."""
+    return features_key(got, got_heading) == features_key(want, want_heading)
 
 
 def observation_features(obs: Observation) -> Features:

@@ -72,13 +72,14 @@ def test_swapped_sibling_buttons_are_another_screen_and_a_ticked_box_too() -> No
     assert _key(_page(1, box)) != _key(_page(1, ticked))
 
 
-def test_ids_built_from_database_keys_match_across_instances_only_when_asked() -> None:
+def test_ids_built_from_database_keys_match_across_instances() -> None:
     """I Hate Money numbers its bill form's boxes by participant id (``payed_for-7``); a fresh instance numbered them
-    ``payed_for-99``, and every replay of "open the Add a bill form" diverged at its first step. Replay compares
-    with ``stable_ids``; the crawl, on one instance, keeps a new number a new record. The replayed tap finds its
-    box by the same reading."""
+    ``payed_for-99``, and every replay of "open the Add a bill form" diverged at its first step. State identity is
+    instance-free (issue 49): the crawl's own features read ids with ``stable_ids`` by default, as replay does; only
+    ``stable_ids=False`` (the older exact reading) still tells them apart. The replayed tap finds its box by the
+    same reading."""
     from pipelines.synthesis.verify.replay import ground_action
-    from schemas import Action, DeviceProfile, Observation
+    from schemas import Action, ActionType, DeviceProfile, Observation
 
     def form(first_id: int) -> Screen:
         boxes = [_w(f"body[1]/form[1]/label[{i + 1}]/input[1]", name, role="checkbox", checked=True,
@@ -86,15 +87,27 @@ def test_ids_built_from_database_keys_match_across_instances_only_when_asked() -
         return _page(1, *boxes)
 
     crawl, fresh = form(7), form(99)
-    assert features(crawl, False).structural_hash != features(fresh, False).structural_hash
-    assert features(crawl, False, stable_ids=True).structural_hash == \
-        features(fresh, False, stable_ids=True).structural_hash
+    assert features(crawl, False).structural_hash == features(fresh, False).structural_hash
+    assert features(crawl, False, stable_ids=False).structural_hash != \
+        features(fresh, False, stable_ids=False).structural_hash
     els = [w.element for w in crawl.widgets]
     recorded = Observation(id="o1", screenshot_sha256="0" * 64, width=400, height=800,
-                           device=DeviceProfile(name="desktop", width=400, height=800), platform="web", app_id="ihm",
-                           location="http://h/wiki/Front", elements=els, exact_hash="x", structural_hash="y")
+                           device=DeviceProfile(name="desktop", width=400, height=800), platform=Platform.WEB,
+                           app_id="ihm", location="http://h/wiki/Front", elements=els, exact_hash="x",
+                           structural_hash="y")
     amina = next(e for e in els if e.text == "Amina")
-    tap = Action(type="click", x=50, y=20, image_width=400, image_height=800, target_element_id=amina.id)
+    tap = Action(type=ActionType.CLICK, x=50, y=20, image_width=400, image_height=800, target_element_id=amina.id)
     moved = ground_action(tap, recorded, fresh)
     assert moved is not None and moved.target_element_id == next(
         w.element.id for w in fresh.widgets if w.element.resource_id == "payed_for-100")
+
+
+def test_a_flash_or_toast_in_a_live_region_is_the_same_state() -> None:
+    """A flash ("Your changes were saved", ``role="status"``) or a toast with its close button (``role="alert"``)
+    comes and goes on one screen: no part of its state. Text outside a live region still is."""
+    flash = _w("body[1]/div[1]/p[1]", "Your changes were saved", role="status")
+    toast = [_w("body[1]/div[9]", "Logged in", role="alert"), _w("body[1]/div[9]/button[1]", "×", role="button")]
+    assert _key(_page(2, flash)) == _key(_page(2, *toast)) == _key(_page(2))
+    table = StateTable("wiki")
+    assert table.assign(features(_page(2, flash), False))[0] == table.assign(features(_page(2), False))[0]
+    assert _key(_page(2, _w("body[1]/div[1]/p[1]", "Your changes were saved"))) != _key(_page(2))

@@ -1,0 +1,508 @@
+"""Screens as a user counts them: one definition for the explorer, the benchmark, synthesis and the viewer.
+
+The crawler's states (``graph.abstraction``) are deliberately fine: every change a user *might* care about is
+another state, so nothing is missed. A person counts screens more coarsely. Asked "which screen is this?", they
+say where they are (the route), what the page is about (the main content's heading), and whether something is
+open over it (a dialog, a menu). They never say "the start page with a longer breadcrumb trail", "the list
+scrolled down", "the form with some letters typed in", "the page with the 'Saved' flash", "the table sorted the
+other way" or "the home page showing other random books". So a **screen key** is
+
+* the **route**: the URL path (an SPA's ``#/route`` fragment read as path), with id-like segments as
+  placeholders (numbers, UUIDs, hashes, session tokens, ``slug-42`` record names; a word stays a word, since a
+  wiki page's name *is* the screen) and the query's keys without their values (values filter, sort, paginate);
+* the **heading** of the main content (``screen_name``), normalized (numbers and dates as placeholders);
+* the **skeleton**: the landmark-level structure — which landmarks the capture shows, whether the main content
+  shows anything beyond its heading (a half-drawn landing does not), whether it holds editable fields (a page and
+  its edit form are two screens), and any open dialog (its heading is then the name) or open menu. Element
+  texts, counts, order, values and positions are not in it.
+
+Everything is read from general signals only — element tags in the DOM path (``header``, ``nav``, ``main``,
+``footer``, ``aside``, ``dialog``), ARIA roles of captured elements (the web capture keeps a ``role="alert"``,
+``role="dialog"``, landmark or menu container even without text of its own: ``explorers.web_script``), a modal
+layer covering the page (``overlay_root``: the rest of the page is present but not hit-testable) and position in
+the DOM — never an app's words. A flash/toast/clock lives in a live region (``alert``, ``status``, ``timer``,
+``log``, ``marquee``) and is skipped; a trail lives in a navigation landmark or in the banner, which only count as
+present or absent; a site title is a heading on nearly every state (``site_titles``) or a link glued in front of
+the heading's words.
+
+**Scroll position.** A capture holds only what is in the viewport, so a page scrolled past its heading shows
+another first heading, or none. One capture cannot know it was scrolled, but the graph can: ``screens_of`` puts
+the states that a scroll (or a jump to an anchor of the page) joins on one route into one screen, named by the
+one the scrolling started from.
+
+Limits: graphs crawled before region containers were captured hold only the tag path, so a banner marked only by
+``role="banner"`` on a ``div`` is content there; its screens still split only by heading, dialogs and forms,
+never by the banner's texts. An app without landmark tags or roles has its header's search box counted as a
+form on every screen, so its edit forms are told apart by route (``?action=edit``) and heading only.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+from graph.abstraction import _HEXISH, _SESSION_PARAM, _TOKENISH, normalize_text
+
+if TYPE_CHECKING:
+    from graph.abstraction import Features
+    from graph.reader import AppGraph
+    from schemas import Transition
+
+# Landmark tags (HTML-AAM): a header/footer is the page's banner/contentinfo only outside sectioning content.
+TAG_REGIONS = {"header": "banner", "nav": "navigation", "main": "main", "footer": "contentinfo",
+               "aside": "complementary", "dialog": "dialog", "search": "search"}
+SECTIONING = {"article", "aside", "main", "nav", "section"}
+# ARIA roles of captured elements that make their subtree a region.
+ROLE_REGIONS = {"banner": "banner", "navigation": "navigation", "main": "main", "contentinfo": "contentinfo",
+                "complementary": "complementary", "search": "search", "dialog": "dialog",
+                "alertdialog": "dialog", "alert": "live", "status": "live", "timer": "live", "log": "live",
+                "marquee": "live", "tooltip": "live", "menu": "menu", "listbox": "menu", "menubar": "menubar"}
+CHROME = {"banner", "navigation", "contentinfo", "complementary", "search", "menubar"}
+MENU_ITEM_ROLES = {"menuitem", "menuitemcheckbox", "menuitemradio", "option"}
+FIELD_ROLES = {"textbox", "searchbox", "combobox", "spinbutton", "slider"}
+FIELD_CLASS = re.compile(r"^(input(:(text|search|email|number|password|tel|url|date|time|datetime-local|month|"
+                         r"week))?|textarea|select)$")
+HEADING_TAG = re.compile(r"^h([1-6])$")
+_INDEX = re.compile(r"\[\d+\]")
+SCROLL_ACTIONS = {"scroll", "swipe"}
+
+
+@dataclass(frozen=True)
+class Part:
+    """What the definition reads of one element: role, tag (``class_name``), DOM path, visibility, editability,
+    text. Built from live widgets, stored elements, or a crawl's ``Features`` (which lose text and editability)."""
+
+    role: str
+    cls: str
+    path: str
+    visible: bool = True
+    editable: bool = False
+    text: str = ""
+    in_dialog: bool = False
+
+
+def parts_of(elements: Iterable[Any]) -> list[Part]:
+    """``Part``s of ``schemas.Element``s, ``graph.screen.Widget``s, or dicts with the same keys (Parquet rows);
+    ``Part``s pass through."""
+    out = []
+    for e in elements:
+        if isinstance(e, Part):
+            out.append(e)
+            continue
+        in_dialog = bool(getattr(e, "in_dialog", False))
+        e = getattr(e, "element", e)
+        get = e.get if isinstance(e, dict) else lambda k, d=None, e=e: getattr(e, k, d)
+        out.append(Part(str(get("role", "") or ""), str(get("class_name", "") or ""), str(get("path", "") or ""),
+                        bool(get("visible", True)), bool(get("editable", False)), str(get("text", "") or ""),
+                        in_dialog))
+    return out
+
+
+def _tags(path: str) -> list[str]:
+    return [seg for seg in _INDEX.sub("", path).split("/") if seg]
+
+
+OVERLAY_HIDDEN_SHARE = 0.5  # of a capture's elements covered by a modal layer
+OVERLAY_MIN_HIDDEN = 3
+
+
+def overlay_root(parts: Sequence[Part]) -> str:
+    """The DOM path of a modal layer covering the page, "" when none: most of the capture's elements are present
+    but covered (not hit-testable), and every element still reachable sits in one subtree that holds none of the
+    covered ones. That is what an open modal does whatever its markup (a ``div`` with ``role="dialog"`` and no text
+    of its own is not in the capture; its contents and the page it covers are)."""
+    shown = [p.path for p in parts if p.visible and p.path]
+    hidden = [p.path for p in parts if not p.visible and p.path]
+    if not shown or len(hidden) < max(OVERLAY_MIN_HIDDEN, OVERLAY_HIDDEN_SHARE * len(parts)):
+        return ""
+    segs = shown[0].split("/")
+    for path in shown[1:]:
+        other = path.split("/")
+        n = 0
+        while n < min(len(segs), len(other)) and segs[n] == other[n]:
+            n += 1
+        segs = segs[:n]
+    if len(shown) > 1 or segs:
+        segs = segs[:-1] if len(shown) == 1 else segs  # one control alone: its container is the layer
+    root = "/".join(segs)
+    if len(segs) < 2 or any(h == root or h.startswith(root + "/") for h in hidden):
+        return ""
+    return root
+
+
+def regions(parts: Sequence[Part]) -> list[frozenset[str]]:
+    """Per part, the kinds of region it sits in (``main``, ``banner``, ``navigation``, ``dialog``, ``live``,
+    ``menu``, …; empty for plain content), from the tags of its DOM path, the roles of captured ancestors and a
+    modal layer covering the page (``overlay_root``)."""
+    roots = [(p.path, ROLE_REGIONS[p.role]) for p in parts if p.role in ROLE_REGIONS and p.path]
+    modal = overlay_root(parts)
+    if modal:
+        roots.append((modal, "dialog"))
+    out = []
+    for p in parts:
+        kinds: set[str] = set()
+        sectioned = False
+        for tag in _tags(p.path):
+            kind = TAG_REGIONS.get(tag)
+            if kind in ("banner", "contentinfo") and sectioned:
+                kind = None
+            if kind:
+                kinds.add(kind)
+            sectioned = sectioned or tag in SECTIONING
+        for root, kind in roots:
+            if p.path == root or p.path.startswith(root + "/"):
+                kinds.add(kind)
+        if p.role in ROLE_REGIONS:
+            kinds.add(ROLE_REGIONS[p.role])
+        if p.in_dialog:
+            kinds.add("dialog")
+        out.append(frozenset(kinds))
+    return out
+
+
+def _in_main(r: frozenset[str], has_main: bool) -> bool:
+    """Whether a part of regions ``r`` is main content: inside ``main`` where the page marks one, else outside
+    the chrome (banner, navigation, footer, sidebars)."""
+    return "main" in r if has_main else not (r & CHROME)
+
+
+def _level(p: Part) -> int:
+    m = HEADING_TAG.match(p.cls.lower())
+    return int(m.group(1)) if m else 7
+
+
+def _clean(text: str) -> str:
+    return " ".join(text.split())
+
+
+TITLE_SEPARATORS = re.compile(r"\s+[-|–—·:»/]\s+|\s*::\s*")
+
+
+def _title_parts(title: str) -> list[str]:
+    return [t for t in (_clean(x) for x in TITLE_SEPARATORS.split(title or "")) if t]
+
+
+def _glued_rest(text: str, prefix: str, glued: bool) -> str:
+    """``text`` without ``prefix`` when it starts with it and more follows ("My LedgerBalance Sheet" → "Balance
+    Sheet"); with ``glued``, only when no space parts them (a link "Ticket #1" in front of "(new defect)" is part
+    of the heading's words); "" otherwise."""
+    if not prefix or len(text) <= len(prefix) or not text.startswith(prefix):
+        return ""
+    rest = text[len(prefix):]
+    if glued and rest[:1].isspace():
+        return ""
+    return rest.lstrip(" -|–—·:»/").strip()
+
+
+def _own_name(h: Part, parts: Sequence[Part], site: frozenset[str], title: str) -> str:
+    """A heading's words without a site title glued in front: the text of a link inside the heading at its start
+    (the brand link of ``<h1><a>Ledger</a>Balance Sheet</h1>``), a known site title (``site_titles``) or a
+    document-title part."""
+    text = _clean(h.text)
+    inner = [_clean(p.text) for p in parts if h.path and p.path.startswith(h.path + "/") and p.text]
+    candidates = [(p, True) for p in inner] + [(s, False) for s in sorted(site, key=len, reverse=True)]
+    for prefix, glued in candidates + [(t, True) for t in _title_parts(title)]:
+        rest = _glued_rest(text, prefix, glued)
+        if rest:
+            return rest
+    return text
+
+
+def _headings(parts: Sequence[Part], regs: Sequence[frozenset[str]], site: frozenset[str],
+              title: str) -> tuple[list[str], list[str], list[str]]:
+    """(dialog headings, main-content headings, banner headings), visible ones, in DOM order within each rank."""
+    has_main = any("main" in r for r, p in zip(regs, parts, strict=True) if p.visible)
+    dialog: list[tuple[int, int, str]] = []
+    main: list[tuple[int, int, str]] = []
+    banner: list[tuple[int, int, str]] = []
+    for i, (p, r) in enumerate(zip(parts, regs, strict=True)):
+        if p.role != "heading" or not p.visible or not _clean(p.text):
+            continue
+        name = _own_name(p, parts, site, title)
+        if not name:
+            continue
+        entry = (_level(p), i, name)
+        if "dialog" in r:
+            dialog.append(entry)
+        elif "live" in r or "menu" in r:
+            continue
+        elif _in_main(r, has_main) and not (r & {"navigation", "complementary"}):
+            main.append(entry)
+        elif "banner" in r:
+            banner.append(entry)
+    pick = [[n for _lvl, _i, n in sorted(group)] for group in (dialog, main, banner)]
+    return pick[0], [n for n in pick[1] if n not in site] or pick[1], pick[2]
+
+
+def screen_name(elements: Iterable[Any], title: str = "", site_titles: Iterable[str] = ()) -> str:
+    """What a person calls the screen: an open dialog's heading, else the main content's heading (the highest
+    level, first in the DOM; never the navigation's, the user menu's or a site title), else a banner heading that
+    says more than the site title ("<ledger>Balance Sheet" → "Balance Sheet"), else the document ``title`` without
+    the site title; "" when none. ``site_titles``: the app's own title as headings and title parts show it on
+    (nearly) every screen (``site_titles_of``); without it, a heading equal to a site title may name a screen."""
+    site = frozenset(_clean(s) for s in site_titles if s)
+    parts = parts_of(elements)
+    regs = regions(parts)
+    dialog, main, banner = _headings(parts, regs, site, title)
+    for group in (dialog, main):
+        if group:
+            return group[0]
+    for name in banner:
+        if name not in site:
+            return name
+    rest = [t for t in _title_parts(title) if t not in site]
+    if rest:
+        return rest[0]
+    return banner[0] if banner else ""
+
+
+# --- route -------------------------------------------------------------------------------------------------
+
+_SLUG_ID = re.compile(r"^(?P<word>[^\W\d_][\w.]*?)(?P<sep>[-_])\d+$")
+
+
+def _route_segment(seg: str) -> str:
+    """A path segment as the route reads it: numbers, UUIDs/hashes, session and record tokens, and a record's
+    ``name-42`` become placeholders; words (a wiki page's name) stay."""
+    seg = _SESSION_PARAM.sub("", seg)
+    if not seg:
+        return seg
+    if seg.isdigit():
+        return "<n>"
+    if _HEXISH.match(seg) and any(ch.isdigit() for ch in seg):
+        return "<id>"
+    if re.fullmatch(r"[0-9a-f]{7,}", seg) and any(ch.isdigit() for ch in seg) and any(ch.isalpha() for ch in seg):
+        return "<id>"
+    if _TOKENISH.match(seg) and any(ch.isdigit() for ch in seg) and any(ch.isupper() for ch in seg) \
+            and any(ch.islower() for ch in seg):
+        return "<id>"
+    slug = _SLUG_ID.match(seg)
+    if slug:
+        return f"{slug.group('word')}{slug.group('sep')}<n>"
+    return seg
+
+
+def _path(path: str) -> str:
+    return "/".join(_route_segment(s) for s in path.split("/")) or "/"
+
+
+def route(location: str) -> str:
+    """The route of a URL: no scheme, host or port; the path's id-like segments as placeholders; an SPA's hash
+    route (``#/notes/7``, ``#!/x``) read as more path; the query's keys, sorted, without values (a value filters,
+    sorts or pages through the same screen; a key such as ``action`` that opens another mode stays). An anchor
+    (``#section``) is a scroll position, not a route. Android activities are returned as they are."""
+    if "://" not in location:
+        return location
+    parts = urlsplit(location)
+    out = _path(parts.path)
+    keys = {k for k, _ in parse_qsl(parts.query, keep_blank_values=True)}
+    frag = parts.fragment
+    if frag.startswith(("/", "!/")):
+        fpath, _, fquery = frag.lstrip("!").partition("?")
+        out = out.rstrip("/") + "#" + _path(fpath)
+        keys |= {k for k, _ in parse_qsl(fquery, keep_blank_values=True)}
+    return out + ("?" + "&".join(sorted(keys)) if keys else "")
+
+
+# --- skeleton and key --------------------------------------------------------------------------------------
+
+
+def _is_field(p: Part) -> bool:
+    return p.editable or p.role in FIELD_ROLES or bool(FIELD_CLASS.match(p.cls.lower()))
+
+
+def skeleton(parts: Sequence[Part], regs: Sequence[frozenset[str]] | None = None) -> tuple[str, ...]:
+    """The landmark-level structure: landmarks present, ``content`` when the main content shows more than its
+    heading, ``form`` when it holds editable fields, ``dialog`` when one is open, ``menu:<path>`` per open menu
+    (where its items sit). Live regions (flashes, toasts, clocks) and texts never count."""
+    regs = regions(parts) if regs is None else regs
+    has_main = any("main" in r for r, p in zip(regs, parts, strict=True) if p.visible)
+    out: set[str] = set()
+    for p, r in zip(parts, regs, strict=True):
+        if not p.visible or "live" in r:
+            continue
+        out.update(k for k in r if k in CHROME or k == "main")
+        if "dialog" in r:
+            out.add("dialog")
+            continue
+        if p.role in MENU_ITEM_ROLES or "menu" in r:
+            if "menubar" not in r:
+                out.add("menu:" + "/".join(_tags(p.path)[:-1]))
+            continue
+        if not _in_main(r, has_main):
+            continue
+        if _is_field(p):
+            out.add("form")
+        elif p.role != "heading":
+            out.add("content")
+    return tuple(sorted(out))
+
+
+@dataclass(frozen=True)
+class ScreenKey:
+    route: str
+    heading: str
+    skeleton: tuple[str, ...]
+
+    def __str__(self) -> str:
+        return f"{self.route} | {self.heading} | {','.join(self.skeleton)}"
+
+
+def heading_key(name: str) -> str:
+    """A screen name as the key compares it: numbers and dates as placeholders, case folded."""
+    return normalize_text(name).casefold()
+
+
+def screen_key(location: str, elements: Iterable[Any], title: str = "",
+               site_titles: Iterable[str] = ()) -> ScreenKey:
+    """The capture's screen: route + main heading + skeleton (module docstring)."""
+    parts = parts_of(elements)
+    return ScreenKey(route(location), heading_key(screen_name(parts, title, site_titles)), skeleton(parts))
+
+
+def features_key(f: Features, heading: str) -> ScreenKey:
+    """The screen of a crawl's ``Features`` (which keep roles, tags, index-free paths and visibility, not texts)
+    with its heading read from the capture (``heading_key`` of ``screen_name``)."""
+    parts = []
+    for item in f.structure[1:]:
+        repeated = item.startswith("*")
+        body, _, vis = item.removeprefix("*").rpartition("|")
+        role, cls, _rest = [*body.split("|", 2), "", ""][:3]
+        last = body.rpartition("|")[2]
+        parts.append(Part(role, cls, last if repeated else last.rpartition("#")[0], vis == "v"))
+    return ScreenKey(route(f.raw_location or f.location), heading, skeleton(parts))
+
+
+# --- graphs ------------------------------------------------------------------------------------------------
+
+SITE_TITLE_SHARE = 0.8  # of an app's states
+SITE_TITLE_MIN_STATES = 5
+
+
+def site_titles(screens: Iterable[tuple[Iterable[Any], str]]) -> frozenset[str]:
+    """The app's own title: the headings and document-title parts (``Page - Site``) shown on (nearly) every one
+    of ``screens`` (each its elements and its document title, "" where unknown). They name the app, never a
+    screen (a sidebar's "My Wiki" on every page)."""
+    counts: Counter[str] = Counter()
+    n = 0
+    for elements, title in screens:
+        n += 1
+        said = {_clean(p.text) for p in parts_of(elements) if p.role == "heading" and p.visible and _clean(p.text)}
+        parts = _title_parts(title)
+        said.update(parts if len(parts) > 1 else [])
+        counts.update(said)
+    if n < SITE_TITLE_MIN_STATES:
+        return frozenset()
+    return frozenset(h for h, c in counts.items() if c >= SITE_TITLE_SHARE * n)
+
+
+def site_titles_of(graph: AppGraph) -> frozenset[str]:
+    """``site_titles`` of a graph's states (their first captures), computed once per graph (``AppGraph.derived``)."""
+    cached = graph.derived.get("user_screens.site_titles")
+    if isinstance(cached, frozenset):
+        return cached
+    reps = (graph.representative(s) for s in graph.states)
+    out = site_titles((o.elements, "") for o in reps if o is not None)
+    graph.derived["user_screens.site_titles"] = out
+    return out
+
+
+def screens_of(graph: AppGraph) -> dict[str, str]:
+    """Each state of ``graph`` → its screen key (``str(ScreenKey)``): states a user would call one screen share
+    a key. Reads each state's first capture; states joined by a scroll on one route are one screen, keyed by the
+    state the scrolling started from (a capture holds only the viewport: scrolled past its heading, it shows
+    another one or none). Synthesis and route planning group states with it; the key is readable
+    (``route | heading | skeleton``) but opaque to them. Computed once per graph (``AppGraph.derived``)."""
+    keys, top = _screens(graph)
+    return {s: str(keys[t]) for s, t in top.items()}
+
+
+def screen_names_of(graph: AppGraph, titles: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Each state → its screen's name (``screen_name`` of the state its screen is keyed by, the graph's site
+    titles left out): what the viewer captions and the benchmark's ``distinct_name_ratio`` counts. ``titles``:
+    the states' document titles where known (the crawl's ``nodes.parquet``; observations do not hold them), the
+    fallback for a screen with no heading."""
+    _keys, top = _screens(graph)
+    titles = titles or {}
+    site = site_titles_of(graph)
+    if titles:
+        reps = [(s, graph.representative(s)) for s in graph.states]
+        site |= site_titles((o.elements, titles.get(s, "")) for s, o in reps if o is not None)
+    names: dict[str, str] = {}
+    for t in set(top.values()):
+        obs = graph.representative(t)
+        names[t] = screen_name(obs.elements, titles.get(t, ""), site_titles=site) if obs is not None else ""
+    return {s: names[t] for s, t in top.items()}
+
+
+def _screens(graph: AppGraph) -> tuple[dict[str, ScreenKey], dict[str, str]]:
+    """(state → its own capture's key, state → the state that keys its screen)."""
+    cached = graph.derived.get("user_screens.screens")
+    if isinstance(cached, tuple):
+        return cached
+    site = site_titles_of(graph)
+    keys: dict[str, ScreenKey] = {}
+    for state in graph.states:
+        obs = graph.representative(state)
+        if obs is not None:
+            keys[state] = screen_key(obs.location, obs.elements, site_titles=site)
+    parent = {s: s for s in keys}
+
+    def find(s: str) -> str:
+        while parent[s] != s:
+            parent[s] = parent[parent[s]]
+            s = parent[s]
+        return s
+
+    scrolled_into: set[str] = set()
+    for t in graph.transitions:
+        if t.error or t.from_state == t.to_state or not _scrolls(graph, t):
+            continue
+        a, b = t.from_state, t.to_state
+        if a in keys and b in keys and keys[a].route == keys[b].route:
+            scrolled_into.add(b)
+            ra, rb = find(a), find(b)
+            if ra != rb:
+                parent[rb] = ra
+    order = {s: i for i, s in enumerate(_discovery_order(graph))}
+    members: dict[str, list[str]] = {}
+    for s in keys:
+        members.setdefault(find(s), []).append(s)
+    top: dict[str, str] = {}
+    for group in members.values():
+        heads = [s for s in group if s not in scrolled_into] or group
+        head = min(heads, key=lambda s: (order.get(s, len(order)), s))
+        top.update((s, head) for s in group)
+    graph.derived["user_screens.screens"] = (keys, top)
+    return keys, top
+
+
+def _scrolls(graph: AppGraph, t: Transition) -> bool:
+    """Whether a transition only moved the viewport: a scroll or swipe, or a jump to an anchor of the page it was
+    on (a table of contents' ``#section`` link; ``route`` reads an anchor as no part of the route)."""
+    if str(t.action.type) in SCROLL_ACTIONS:
+        return True
+    after = graph.observations.get(t.to_observation_id)
+    before = graph.observations.get(t.from_observation_id)
+    if after is None or before is None or "#" not in after.location:
+        return False
+    anchor = unquote(urlsplit(after.location).fragment)
+    if not anchor or anchor.startswith(("/", "!/")) or after.location == before.location:
+        return False
+    # The page holds an element of that id: a jump within it. A fragment that names no element is an app's own
+    # route (a single-page wiki's ``#SomeTiddler`` permalink), whatever it looks like.
+    return any(e.resource_id == anchor for o in (after, before) for e in o.elements)
+
+
+def _discovery_order(graph: AppGraph) -> list[str]:
+    seen: dict[str, None] = {}
+    if graph.entry:
+        seen[graph.entry] = None
+    for t in graph.transitions:
+        seen.setdefault(t.from_state, None)
+        seen.setdefault(t.to_state, None)
+    return list(seen)
