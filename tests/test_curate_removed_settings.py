@@ -10,13 +10,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_nightly import job_config
 
-import factories as f
 from pipelines.curation.config import REMOVED_SETTINGS, CurateConfig
 from pipelines.ops.nightly.config import NightlyConfigError, parse_nightly
 from schemas import BlobStore
 from schemas.recordio import write_jsonl
+from tests import factories as f
+from tests.test_nightly import job_config
 
 ROOT = Path(__file__).resolve().parent.parent
 
