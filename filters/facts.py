@@ -20,7 +20,7 @@ Keys, and what they mean for a training sample:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from filters.base import Drop, RecordFilter, first_drop
@@ -116,8 +116,10 @@ class TrajectoryFacts:
 
 
 def describe(key: int, traj: Trajectory, samples: Sequence[Sample], step_gates: Sequence[RecordFilter[Item]],
-             trajectory_gates: Sequence[RecordFilter[Trajectory]], judge_key: str = "judge") -> TrajectoryFacts:
-    """The facts of one parsed, flattenable trajectory (``samples`` are its step samples, in order)."""
+             trajectory_gates: Sequence[RecordFilter[Trajectory]], judge_key: str = "judge",
+             sketcher: Callable[..., Sketch] = sketch) -> TrajectoryFacts:
+    """The facts of one parsed, flattenable trajectory (``samples`` are its step samples, in order; ``sketcher``
+    makes a step's element sketch: ``sketch`` itself, or a ``SketchMemo`` shared by a split's records)."""
     kind = trajectory_kind(traj)
     negative = kind == NEGATIVE
     goal = goal_key(traj.task.goal)
@@ -132,7 +134,7 @@ def describe(key: int, traj: Trajectory, samples: Sequence[Sample], step_gates: 
             height=sample.image_height, exact=digest(task, goal, sample.screenshot_sha256, action_json, history),
             action=action_signature(step.action), history=history, target=step.train_target,
             reflective=is_reflective(step.reasoning), problem=first_drop(step_gates, Item(sample), negative),
-            sketch=sketch(step.observation.location, step.observation.elements, step.observation.height)
+            sketch=sketcher(step.observation.location, step.observation.elements, step.observation.height)
             if step.observation.elements else None))
         content += [sample.screenshot_sha256, action_json, step.instruction]
     single = len(traj.steps) == 1

@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from pydantic import TypeAdapter
+
 from filters.pixel_blocks import changed_share
 from graph.abstraction import (
     REPEAT_MIN,
@@ -114,6 +116,29 @@ def sketch(location: str, elements: Sequence[Element | Mapping[str, Any]], heigh
                          _value(w.element).rsplit("|", 1)[1], int(w.element.bbox.y1), int(w.element.bbox.y2))
                         for w in screen.widgets if row_template(w, True) in repeated))
     return Sketch(_family(location), _route(location), int(height), slots, rows)
+
+
+_ELEMENTS_JSON = TypeAdapter(list[Element])
+
+
+class SketchMemo:
+    """``sketch`` with a bounded memo: the steps of a run revisit the same screens (a crawl returns to its lists, a
+    recovery repeats its demonstration's steps), and a sketch costs ten times the JSON of the elements it is keyed
+    by. ``Sketch`` is frozen, so steps may share one. Keys hold the elements' JSON, so memory is bounded by
+    ``max_entries`` element trees; the memo is cleared, not evicted entry by entry, when full."""
+
+    def __init__(self, max_entries: int = 4096):
+        self.max_entries = max_entries
+        self.memo: dict[tuple[str, int, bytes], Sketch] = {}
+
+    def __call__(self, location: str, elements: Sequence[Element], height: int = 0) -> Sketch:
+        key = (location, int(height), _ELEMENTS_JSON.dump_json(list(elements)))
+        found = self.memo.get(key)
+        if found is None:
+            if len(self.memo) >= self.max_entries:
+                self.memo.clear()
+            found = self.memo[key] = sketch(location, elements, height)
+        return found
 
 
 def _as_features(s: Sketch) -> Features:

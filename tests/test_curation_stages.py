@@ -41,6 +41,7 @@ from pipelines.curation.stages import (
     WriteSplits,
     build_screen_table,
     curation_graph,
+    screen_bucket,
 )
 from pipelines.curation.write import DATA_DIR, REJECTS_DIR
 from schemas import BlobStore, Lineage, Sample, Trajectory, samples_from_trajectory
@@ -244,8 +245,9 @@ def test_inspect_and_cluster_distinct_screens(tmp_path):
     a2 = store.put((shots / "demo-s62.png").read_bytes())  # a re-capture of a: another clock and banner
     other = store.put((shots / "demo-s10.png").read_bytes())
     with pipeline() as p:
-        table = (p | beam.Create([a, a2, other, "cd" * 32]) | beam.ParDo(InspectScreens(str(store.root)))
-                 | beam.combiners.ToList() | beam.Map(build_screen_table, 6, 10))
+        table = (p | beam.Create([a, a2, other, "cd" * 32, a]) | beam.Map(screen_bucket) | beam.GroupByKey()
+                 | beam.ParDo(InspectScreens(str(store.root), threads=2))
+                 | beam.combiners.ToList() | beam.Map(build_screen_table, 6))
         assert_that(table | beam.Map(lambda t: (sorted(t.clusters.items()), t.facts["cd" * 32].problem,
                                                 t.facts[other].width)),
                     equal_to([(sorted({a: min(a, a2), a2: min(a, a2)}.items()), "blob_missing", 480)]))

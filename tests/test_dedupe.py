@@ -21,7 +21,7 @@ def _pr(pred: list[bool], truth: list[bool]) -> tuple[float, float]:
 def test_default_thresholds_separate_recaptures_from_other_screens():
     pairs = labeled_pairs(48, seed=3)
     cfg = CurateConfig.__dataclass_fields__
-    t1, t2 = cfg["phash_distance"].default, cfg["detail_distance"].default
+    t1, t2 = cfg["phash_distance"].default, 10  # 10: the former 1024-bit dHash verification's radius
     facts = [(inspect_bytes("a" * 64, a), inspect_bytes("b" * 64, b), dup) for a, b, dup in pairs]
     ph = [bin(x.phash ^ y.phash).count("1") for x, y, _ in facts]
     dh = [int(np.unpackbits(np.frombuffer(x.dhash, np.uint8) ^ np.frombuffer(y.dhash, np.uint8)).sum())

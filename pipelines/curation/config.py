@@ -24,6 +24,16 @@ def _parquet_kind(p: Path) -> str | None:
         return None
 
 
+# Settings that once existed and now do nothing: a config or command line that still sets one is refused with this
+# reason (by the CLI and the nightly config), rather than accepted and silently ignored.
+REMOVED_SETTINGS = {
+    "detail_distance": "removed: the 1024-bit dHash verification it bounded no longer exists; near-duplicate screens "
+                       "are verified by their element trees (filters/screen_elements.py) or, without one, by "
+                       "scroll-aligned thumbnail blocks (filters/pixel_blocks.py), chosen by measurement "
+                       "(benchmarks/bench_dedupe.py). Remove the setting; --phash-distance still bounds the candidates",
+}
+
+
 @dataclass
 class CurateConfig:
     inputs: list[Path]
@@ -34,9 +44,8 @@ class CurateConfig:
     row_group_rows: int = 256
     # Near-duplicate screenshots of steps without an element tree: 64-bit pHash candidates within phash_distance,
     # verified by scroll-aligned thumbnail blocks (filters/pixel_blocks.py; steps with elements are compared by them,
-    # filters/screen_elements.py). detail_distance (the former 1024-bit dHash verification) is no longer used.
+    # filters/screen_elements.py). The former detail_distance is gone: see REMOVED_SETTINGS.
     phash_distance: int = 6
-    detail_distance: int = 10
     instruction_dedupe: str = "minilm"  # minilm | minhash | off
     instruction_threshold: float | None = None
     max_reasoning_tokens: int = 256

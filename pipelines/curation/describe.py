@@ -25,6 +25,7 @@ from filters.facts import TrajectoryFacts, describe
 from filters.pii import pii_boxes, redact_sample
 from filters.quality import step_gates, trajectory_gates
 from filters.record_filters import SchemaValid, flatten_trajectory
+from filters.screen_elements import SketchMemo
 from filters.verdicts import FLATTEN, SCHEMA, Rejection
 from pipelines.curation.plan import Split
 from pipelines.curation.read import read_split
@@ -63,6 +64,7 @@ class SplitDescriber:
         self.step_gates = step_gates(settings.max_reasoning_tokens, settings.max_image_side)
         self.trajectory_gates = trajectory_gates(settings.judge_key, settings.min_judge_score)
         self.records = 0
+        self.sketches = SketchMemo()
 
     def run(self, split: Split) -> Iterator[TrajectoryFacts | tuple[int, Rejection]]:
         spool: SpoolWriter | None = None
@@ -86,7 +88,8 @@ class SplitDescriber:
                     spool = SpoolWriter(spool_path(self.s.staging, split.name), self.s.batch_rows)
                 for sample in samples:
                     spool.add(spool_row(key, traj, sample, self.s.redact, difficulty))
-                yield describe(key, traj, samples, self.step_gates, self.trajectory_gates, self.s.judge_key)
+                yield describe(key, traj, samples, self.step_gates, self.trajectory_gates, self.s.judge_key,
+                               self.sketches)
         except BaseException:
             if spool is not None:
                 spool.abort()

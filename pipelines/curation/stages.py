@@ -12,7 +12,9 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
+import zlib
 from collections.abc import Iterable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
@@ -52,11 +54,10 @@ class ScreenTable:
     clusters: dict[str, str]  # sha → near-duplicate cluster id, for clustered screenshots only
 
 
-def build_screen_table(facts: Iterable[ScreenFacts], phash_distance: int, detail_distance: int,
+def build_screen_table(facts: Iterable[ScreenFacts], phash_distance: int,
                        sketches: Mapping[str, tuple[str, Sketch]] | None = None) -> ScreenTable:
     """Near-duplicate clusters (``filters.screen_clusters``: by element tree where a step has one — ``sketches``,
-    sha → (app, sketch) — else by pixels), then the facts without their hashes. ``detail_distance`` is kept for
-    callers; the pixel verification is ``filters.pixel_blocks`` now."""
+    sha → (app, sketch) — else by pixels), then the facts without their hashes."""
     facts = list(facts)
     clusters = cluster_screens(facts, sketches or {}, phash_distance)
     return ScreenTable({f.sha256: replace(f, phash=0, dhash=b"", thumb=b"") for f in facts}, clusters)
@@ -103,22 +104,44 @@ class DescribeSplits(beam.DoFn):
         yield beam.pvalue.TaggedOutput(RECORDS, describer.records)
 
 
-class InspectScreens(beam.DoFn):
-    """Distinct screenshot sha → ``ScreenFacts``: read once (hash-verified), decoded, hashed; bytes dropped."""
+SCREEN_BUCKETS = 64  # distinct screenshots are inspected in this many batches (spread over workers)
+INSPECT_THREADS = 4  # screenshots of one batch inspected at once (decoding and resizing release the GIL)
 
-    def __init__(self, blobs: str, progress_dir: str | None = None):
-        self.blobs, self.progress_dir = blobs, progress_dir
+
+def screen_bucket(sha: str) -> tuple[int, str]:
+    """(batch, sha): a stable batch number from the sha itself (the same on every worker and run)."""
+    return zlib.crc32(sha.encode("utf-8")) % SCREEN_BUCKETS, sha
+
+
+class InspectScreens(beam.DoFn):
+    """(batch, shas) → ``ScreenFacts`` of each distinct sha: read once (hash-verified), decoded, hashed; bytes dropped.
+
+    Why batches on threads: the image work is most of a run (see ``benchmarks/bench_curate.py``), and Pillow's
+    decoder and resampler and numpy release the GIL, so a batch's screenshots decode side by side on the cores of
+    one worker (the in-process runner has only one) instead of one after another. At most ``threads`` decoded
+    images are alive at once."""
+
+    def __init__(self, blobs: str, progress_dir: str | None = None, threads: int = INSPECT_THREADS):
+        self.blobs, self.progress_dir, self.threads = blobs, progress_dir, threads
 
     def setup(self) -> None:
         self.store = BlobStore(self.blobs)
         self.progress = ProgressCounter(self.progress_dir)
+        self.pool = ThreadPoolExecutor(max(1, self.threads), thread_name_prefix="inspect")
+
+    def teardown(self) -> None:
+        self.pool.shutdown(wait=True)
 
     def finish_bundle(self) -> None:
         self.progress.flush()
 
-    def process(self, sha: str) -> Iterator[ScreenFacts]:
-        self.progress.inc(SCREENS_INSPECTED)
-        yield inspect_blob(self.store, sha)
+    def process(self, batch: tuple[int, Iterable[str]]) -> Iterator[ScreenFacts]:
+        for facts in self.pool.map(self._inspect, sorted(set(batch[1]))):
+            self.progress.inc(SCREENS_INSPECTED)
+            yield facts
+
+    def _inspect(self, sha: str) -> ScreenFacts:
+        return inspect_blob(self.store, sha)
 
 
 class Gate(beam.DoFn):
@@ -297,12 +320,13 @@ def curation_graph(splits: beam.PCollection, cfg: CurateConfig, staging: str,
     facts = read["facts"]
     inspected = (facts | "Screenshots" >> beam.FlatMap(lambda f: sorted({s.screenshot for s in f.steps}))
                  | "DistinctScreens" >> beam.Distinct()
+                 | "ScreenBatches" >> beam.Map(screen_bucket) | "GroupScreens" >> beam.GroupByKey()
                  | "Inspect" >> beam.ParDo(InspectScreens(str(cfg.blobs), progress_dir)))
     sketches = (facts | "Sketches" >> beam.FlatMap(step_sketches)
                 | "SketchPerScreen" >> beam.CombinePerKey(min_sketch))
     table = (inspected
              | "AllScreens" >> beam.combiners.ToList()
-             | "ScreenTable" >> beam.Map(build_screen_table, cfg.phash_distance, cfg.detail_distance,
+             | "ScreenTable" >> beam.Map(build_screen_table, cfg.phash_distance,
                                          beam.pvalue.AsDict(sketches)))
     gated = facts | "Quality" >> beam.ParDo(Gate(cfg.unit), beam.pvalue.AsSingleton(table)).with_outputs(
         REJECTED, main="members")

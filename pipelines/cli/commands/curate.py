@@ -80,7 +80,7 @@ def register(app: typer.Typer) -> None:
         rows_per_shard: int = typer.Option(5000, help="Target rows per data shard."),
         row_group_rows: int = typer.Option(256, help="Rows per Parquet row group (bounds reader memory)."),
         phash_distance: int = typer.Option(6, help="Max 64-bit pHash Hamming distance for near-dup candidates."),
-        detail_distance: int = typer.Option(10, help="Max 1024-bit dHash distance to confirm a near-duplicate."),
+        detail_distance: int | None = typer.Option(None, hidden=True, help="Removed (refused with the reason)."),
         instruction_dedupe: str = typer.Option("minilm", help="Near-duplicate task backend: minilm | minhash | off."),
         instruction_threshold: float | None = typer.Option(None, help="Similarity threshold (default 0.9 cosine "
                                                                       "for minilm, 0.8 Jaccard for minhash)."),
@@ -107,6 +107,10 @@ def register(app: typer.Typer) -> None:
         the counts do not reconcile. Exit 3: the dataset folder or the blob store cannot be used; exit 4: the
         inputs hold no record at all (unless --allow-empty).
         """
+        if detail_distance is not None:  # an old command line: refused, never silently ignored
+            from pipelines.curation.config import REMOVED_SETTINGS
+
+            raise typer.BadParameter(REMOVED_SETTINGS["detail_distance"], param_hint="--detail-distance")
         from pipelines.curation.quiet import import_beam_quietly
 
         import_beam_quietly()  # before anything imports Beam: its import-time warning would reach the console
@@ -124,7 +128,7 @@ def register(app: typer.Typer) -> None:
         try:
             cfg = CurateConfig(
                 inputs=inputs, out=out, blobs=blobs, embed_images=embed_images, rows_per_shard=rows_per_shard,
-                row_group_rows=row_group_rows, phash_distance=phash_distance, detail_distance=detail_distance,
+                row_group_rows=row_group_rows, phash_distance=phash_distance,
                 instruction_dedupe=instruction_dedupe, instruction_threshold=instruction_threshold,
                 max_reasoning_tokens=max_reasoning_tokens, judge_key=judge_key, min_judge_score=min_judge_score,
                 max_image_side=max_image_side, runner=runner, workers=workers, job_endpoint=job_endpoint,

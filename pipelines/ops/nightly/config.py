@@ -24,7 +24,7 @@ from pydantic import Field, ValidationError, field_validator
 
 from explorers.config import ConfigError as CrawlConfigError
 from explorers.config import CrawlConfig, anchor_paths, parse_config
-from pipelines.curation.config import CurateConfig
+from pipelines.curation.config import REMOVED_SETTINGS, CurateConfig
 from pipelines.synthesis.factory import DEFAULT_BASE_URL, DEFAULT_CONCURRENCY
 from pipelines.synthesis.prompts import DEFAULT_VERSION
 from pipelines.synthesis.settings import PlanConfig
@@ -178,6 +178,8 @@ def parse_nightly(data: Any, source: str = "<config>", base: Path | None = None)
     for key in cfg.curation:
         if key in CURATION_OWNED:
             problems.append(f"curation.{key}: set by the nightly job; remove it")
+        elif key in REMOVED_SETTINGS:
+            problems.append(f"curation.{key}: {REMOVED_SETTINGS[key]}")
         elif key not in fields:
             known = ", ".join(sorted(fields - set(CURATION_OWNED)))
             problems.append(f"curation.{key}: unknown setting (known: {known})")
