@@ -53,6 +53,7 @@ from urllib.parse import quote
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import pyarrow.parquet as pq
 from fastapi.testclient import TestClient
 from PIL import Image
 from sqlalchemy import insert
@@ -60,6 +61,7 @@ from sqlalchemy.orm import Session
 from tqdm import tqdm
 
 import factories as f
+from pipelines.curation.write import COMPRESSION, DICTIONARY
 from review.app import ReviewConfig, create_app
 from review.auth import add_annotator
 from review.dataset import open_dataset
@@ -67,6 +69,7 @@ from review.db import Annotator, Label, make_engine, utcnow
 from review.gate import apply_labels
 from review.labels import current_verdicts, iter_labels
 from schemas import Action, BlobStore, Step, Task, Trajectory, samples_from_trajectory
+from schemas.arrow import SAMPLE_SCHEMA, to_table
 from schemas.base import stable_id
 from schemas.recordio import write_parquet
 
@@ -233,7 +236,12 @@ def huge_record(steps: int, kib: int, pages: int) -> None:
         samples = list(samples_from_trajectory(traj, store.get))
         size = sum(len(s.image or b"") for s in samples) + len(traj.model_dump_json())
         version = root / "v0001"
-        write_parquet(samples, version / "data" / "shard-00000.parquet", "sample")  # one row group
+        # As curation writes it (``curate --embed``): screenshots uncompressed and not dictionary-encoded, row
+        # groups of its default 256 rows.
+        shard = version / "data" / "shard-00000.parquet"
+        shard.parent.mkdir(parents=True)
+        pq.write_table(to_table(samples, SAMPLE_SCHEMA), shard, compression=COMPRESSION, use_dictionary=DICTIONARY,
+                       row_group_size=256)
         del samples, traj, shot_steps
         proc = subprocess.run([sys.executable, __file__, "--huge-child", str(version), "--huge-pages", str(pages)],
                               capture_output=True, text=True, timeout=3600)

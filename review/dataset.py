@@ -247,6 +247,10 @@ class SampleReader:
         self._images: OrderedDict[str, bytes] = OrderedDict()
         self._max_groups, self._max_images, self._max_bytes = cache_row_groups, cache_images, cache_bytes
         self._lock = threading.Lock()
+        # One scan of an image column at a time: a Parquet page is decoded whole, and a shard written with
+        # pages of many rows (curation writes up to a row group per page) holds a whole row group's screenshots
+        # in one page, so eight thumbnail requests at once would otherwise decode it eight times over.
+        self._scan = threading.Lock()
         # sha → a sample whose shard embeds it (first seen wins; all carry identical bytes by construction).
         self._image_refs: dict[str, SampleRef] = {}
         for ref in [*ds.refs.values(), *ds.rejected.values()]:
@@ -350,5 +354,9 @@ class SampleReader:
             return next((s.image for s in self._payload_samples(ref) if s.id == ref.id), None)
         if "image" not in pq.ParquetFile(ref.location.file).schema_arrow.names:
             return None
-        value = self._cell(ref.location, "image", IMAGE_BATCH_ROWS)
+        with self._scan:
+            with self._lock:
+                if sha in self._images:  # another request fetched it while this one waited
+                    return self._images[sha]
+            value = self._cell(ref.location, "image", IMAGE_BATCH_ROWS)
         return value if isinstance(value, bytes) else None
