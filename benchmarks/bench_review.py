@@ -16,34 +16,52 @@ accumulates — then drives the real app over HTTP (Starlette's TestClient, a re
   before and after labelling, press Undo, re-label, read /stats, filter by reject reason — counting every
   attempt that reveals the other's verdict or changes an outcome (goal 0);
 * ``BENCH review_start_s``: indexing the version and the label table when the server starts;
-* ``BENCH review_gate_rows_per_s``: the human gate over the same version and labels.
+* ``BENCH review_gate_rows_per_s``: the human gate over the same version and labels;
+* ``BENCH huge_record_rss_ratio``: one huge record — a trajectory of ``--huge-steps`` steps whose screenshots
+  (``--huge-kib`` KiB each, incompressible) are embedded in one Parquet row group, as ``curate --embed`` writes
+  a long trajectory — served by a fresh server process while an annotator opens ``--huge-pages`` of its sample
+  pages and, as a browser does, fetches each page's screenshot and filmstrip thumbnails 8 at a time: the
+  process's peak RSS above its RSS before the version was opened, divided by the record's size (its image
+  bytes plus its JSON). Goal <= 1: the server holds a bounded window of the record (one row's cells, byte-capped
+  caches), never the record itself, let alone one copy per concurrent request. Before streaming, every
+  screenshot request decoded the row group's whole image column.
 
 Usage: ``python benchmarks/bench_review.py [--samples N] [--labels N] [--db URL]`` (the issue's scale is the
-default: 100k samples, 200k labels).
+default: 100k samples, 200k labels); ``--only-huge [--huge-steps N --huge-kib K --huge-pages P]`` runs the huge
+record case alone (default 100 steps × 1024 KiB).
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
+import io
+import json
+import os
 import random
 import re
+import resource
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from urllib.parse import quote
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import pyarrow.parquet as pq
 from fastapi.testclient import TestClient
+from PIL import Image
 from sqlalchemy import insert
 from sqlalchemy.orm import Session
 from tqdm import tqdm
 
 import factories as f
+from pipelines.curation.write import COMPRESSION, DICTIONARY
 from review.app import ReviewConfig, create_app
 from review.auth import add_annotator
 from review.dataset import open_dataset
@@ -51,6 +69,7 @@ from review.db import Annotator, Label, make_engine, utcnow
 from review.gate import apply_labels
 from review.labels import current_verdicts, iter_labels
 from schemas import Action, BlobStore, Step, Task, Trajectory, samples_from_trajectory
+from schemas.arrow import SAMPLE_SCHEMA, to_table
 from schemas.base import stable_id
 from schemas.recordio import write_parquet
 
@@ -112,7 +131,18 @@ def main() -> None:
     ap.add_argument("--labels", type=int, default=200_000)
     ap.add_argument("--steps", type=int, default=60, help="label → next step round trips to time")
     ap.add_argument("--db", default=None, help="label database URL (default: a SQLite file in a temp dir)")
+    ap.add_argument("--only-huge", action="store_true", help="run the huge-record memory case only")
+    ap.add_argument("--huge-steps", type=int, default=100, help="steps of the huge record")
+    ap.add_argument("--huge-kib", type=int, default=1024, help="KiB per screenshot of the huge record")
+    ap.add_argument("--huge-pages", type=int, default=6, help="sample pages of the huge record to open")
+    ap.add_argument("--huge-child", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.huge_child:
+        huge_child(Path(args.huge_child), args.huge_pages)
+        return
+    if args.only_huge:
+        huge_record(args.huge_steps, args.huge_kib, args.huge_pages)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         version = build_version(root / "dataset", args.samples)
@@ -173,6 +203,99 @@ def main() -> None:
         print(f"BENCH review_gate_rows_per_s={counts.input / dt:.0f}")
         engine.dispose()
         print(f"BENCH blind_leaks={blind_session(root / 'blind')}")
+    huge_record(args.huge_steps, args.huge_kib, args.huge_pages)
+
+
+def noise_png(kib: int, seed: int) -> bytes:
+    """An incompressible screenshot of about ``kib`` KiB (random pixels: PNG cannot shrink them)."""
+    side = max(16, int((kib * 1024 / 3) ** 0.5))
+    rng = random.Random(seed)
+    img = Image.frombytes("RGB", (side, side), rng.randbytes(side * side * 3))
+    buf = io.BytesIO()
+    img.save(buf, format="PNG", compress_level=1)
+    return buf.getvalue()
+
+
+def huge_record(steps: int, kib: int, pages: int) -> None:
+    """Build the huge record's version, serve it in a fresh process, print ``BENCH huge_record_rss_ratio``."""
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        store = BlobStore(root / "blobs")
+        shot_steps = []
+        for i in tqdm(range(steps), desc="huge record", unit="step"):
+            data = noise_png(kib, i)
+            side = Image.open(io.BytesIO(data)).size
+            obs = f.observation(None, i, width=side[0], height=side[1]).model_copy(
+                update={"screenshot_sha256": store.put(data)})
+            act = Action(type="click", x=side[0] // 2, y=side[1] // 3, image_width=side[0], image_height=side[1])
+            shot_steps.append(Step(index=i, observation=obs, action=act, instruction=f"Step {i} of the long task",
+                                   reasoning="Because it is next."))
+        traj = Trajectory(id="huge-record", app_id="app-huge", platform="web", scores={"judge": 1.0},
+                          task=Task(id="huge-task", instruction="A very long task", app_id="app-huge"),
+                          steps=shot_steps)
+        samples = list(samples_from_trajectory(traj, store.get))
+        size = sum(len(s.image or b"") for s in samples) + len(traj.model_dump_json())
+        version = root / "v0001"
+        # As curation writes it (``curate --embed``): screenshots uncompressed and not dictionary-encoded, row
+        # groups of its default 256 rows.
+        shard = version / "data" / "shard-00000.parquet"
+        shard.parent.mkdir(parents=True)
+        pq.write_table(to_table(samples, SAMPLE_SCHEMA), shard, compression=COMPRESSION, use_dictionary=DICTIONARY,
+                       row_group_size=256)
+        del samples, traj, shot_steps
+        proc = subprocess.run([sys.executable, __file__, "--huge-child", str(version), "--huge-pages", str(pages)],
+                              capture_output=True, text=True, timeout=3600)
+        if proc.returncode != 0:
+            raise SystemExit(f"huge-record child failed:\n{proc.stdout}\n{proc.stderr}")
+        got = json.loads(proc.stdout.strip().splitlines()[-1])
+        print(f"# huge record: {steps} steps, {size / 2**20:.1f} MiB; server RSS {got['base_mib']:.0f} MiB before "
+              f"opening it, peak {got['peak_mib']:.0f} MiB over {got['pages']} pages and {got['images']} "
+              f"screenshot requests ({got['seconds']:.1f} s)")
+        print(f"BENCH huge_record_rss_ratio={(got['peak_mib'] - got['base_mib']) * 2**20 / size:.2f}")
+
+
+def _rss_mib() -> float:
+    with open("/proc/self/status", encoding="ascii") as fh:
+        for line in fh:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def huge_child(version: Path, pages: int) -> None:
+    """In a fresh process: open the version, log in, open ``pages`` sample pages of the huge record spread over
+    it, each followed by its screenshot and filmstrip thumbnails fetched 8 at a time; print RSS figures."""
+    engine = make_engine(f"sqlite:///{version.parent / 'labels.sqlite'}")
+    with Session(engine) as db:
+        add_annotator(db, "huge", "huge-password")
+    base = _rss_mib()
+    t = time.perf_counter()
+    app = create_app(ReviewConfig(data_dir=version), engine)
+    csrf_re = re.compile(r'name="csrf_token" value="([0-9a-f]{64})"')
+    client = TestClient(app, base_url="http://bench.test")
+    token = csrf_re.search(client.get("/login").text).group(1)
+    client.post("/login", data={"username": "huge", "password": "huge-password", CSRF: token})
+    cookies = dict(client.cookies)
+    refs = sorted(app.state.review.ds.refs.values(), key=lambda r: r.step_index)
+    picks = [refs[round(k * (len(refs) - 1) / max(1, pages - 1))] for k in range(min(pages, len(refs)))]
+
+    def fetch(src: str) -> int:
+        c = TestClient(app, base_url="http://bench.test", cookies=cookies)
+        r = c.get(src)
+        assert r.status_code == 200, (src, r.status_code)
+        return len(r.content)
+
+    images = 0
+    with ThreadPoolExecutor(8) as pool:
+        for ref in picks:
+            page = client.get(f"/samples/{quote(ref.id, safe='')}")
+            assert page.status_code == 200, page.text[:300]
+            srcs = sorted(set(re.findall(r'src="(/screenshots/[0-9a-f]{64}\.png)"', page.text)))
+            assert srcs, "no screenshot on the page"
+            images += len(list(pool.map(fetch, srcs)))
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps({"base_mib": base, "peak_mib": peak, "pages": len(picks), "images": images,
+                      "seconds": time.perf_counter() - t, "pid": os.getpid()}))
 
 
 def blind_session(root: Path, n: int = 12) -> int:

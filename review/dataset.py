@@ -7,6 +7,12 @@ holding the ``*.parquet`` shards directly is accepted too.
 The index keeps only the small columns (ids, app, action type, scores, hashes) in memory, so a large version
 opens in seconds; a full sample (instruction, reasoning, the image) is read from its row group on demand, and
 screenshots are looked up by sha256 either in the shards' embedded ``image`` column or in a blob store.
+
+One huge record (a long trajectory whose screenshots are embedded in one row group) must not cost its size in
+memory, let alone once per concurrent request: shards are read in bounded batches (``iter_rows``), a screenshot
+is streamed out of its column chunk one small batch at a time until its row (never the row group's whole image
+column), and the caches of row groups and images are capped in bytes, not entries (``BENCH
+huge_record_rss_ratio`` in benchmarks/bench_review.py).
 """
 
 from __future__ import annotations
@@ -14,13 +20,14 @@ from __future__ import annotations
 import json
 import threading
 from collections import OrderedDict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from schemas import BlobStore, Sample
+from schemas import Action, BlobStore, Sample
 from schemas.action import full_type_of
 from schemas.arrow import from_row
 from schemas.base import SHA256_RE
@@ -32,6 +39,21 @@ INDEX_COLUMNS = ["id", "trajectory_id", "step_index", "num_steps", "app_id", "ac
                  "screenshot_sha256", "content_hash", "task", "instruction", "train_target", "lineage"]
 # Columns a shard written before schema 1.2 may lack; the index uses the schema default instead.
 OPTIONAL_COLUMNS = {"train_target", "lineage"}
+INDEX_BATCH_ROWS = 4096  # rows converted to Python at once while indexing (text columns only)
+PAYLOAD_BATCH_ROWS = 16  # reject rows (each holds a whole refused record) decoded at once
+IMAGE_BATCH_ROWS = 4  # screenshots decoded at once while streaming to one row's image
+READ_BUFFER = 1 << 20  # bytes read at a time from a column chunk (so a chunk is never loaded whole)
+
+
+def iter_rows(path: Path, row_group: int, columns: list[str] | None, batch_rows: int) -> Iterator[tuple[int, dict]]:
+    """(offset in the row group, row) for one row group, holding ``batch_rows`` rows of ``columns`` at a time:
+    a buffered, not pre-buffered, reader decodes the column chunks page by page instead of loading them whole."""
+    pf = pq.ParquetFile(path, buffer_size=READ_BUFFER, pre_buffer=False)
+    offset = 0
+    for batch in pf.iter_batches(batch_size=batch_rows, row_groups=[row_group], columns=columns, use_threads=False):
+        for row in batch.to_pylist():
+            yield offset, row
+            offset += 1
 
 
 class DatasetError(ValueError):
@@ -148,8 +170,7 @@ def open_dataset(root: str | Path, blobs: str | Path | None = None) -> DatasetVe
         names = set(pf.schema_arrow.names)
         columns = [c for c in INDEX_COLUMNS if c in names or c not in OPTIONAL_COLUMNS]
         for rg in range(pf.num_row_groups):
-            table = pf.read_row_group(rg, columns=columns)
-            for offset, row in enumerate(table.to_pylist()):
+            for offset, row in iter_rows(path, rg, columns, INDEX_BATCH_ROWS):
                 lineage = row.get("lineage") or {}
                 ref = SampleRef(
                     id=row["id"], trajectory_id=row["trajectory_id"], step_index=row["step_index"],
@@ -193,8 +214,7 @@ def _index_rejects(ds: DatasetVersion, path: Path) -> None:
     payload is the sample or the trajectory JSON, see ``schemas.records.payload_samples``)."""
     pf = pq.ParquetFile(path)
     for rg in range(pf.num_row_groups):
-        rows = pf.read_row_group(rg).to_pylist()
-        for offset, row in enumerate(rows):
+        for offset, row in iter_rows(path, rg, None, PAYLOAD_BATCH_ROWS):
             samples = payload_samples(row.get("payload") or "")
             if not samples:
                 ds.unreadable_rejects += 1
@@ -214,55 +234,91 @@ def _index_rejects(ds: DatasetVersion, path: Path) -> None:
 
 
 class SampleReader:
-    """Loads full samples and screenshots on demand, with a small cache of decoded row groups.
+    """Loads full samples and screenshots on demand, with small byte-capped caches of decoded row groups
+    (text columns only) and of screenshots.
 
     Thread-safe: the web server calls it from its worker threads.
     """
 
-    def __init__(self, ds: DatasetVersion, cache_row_groups: int = 8, cache_images: int = 64):
+    def __init__(self, ds: DatasetVersion, cache_row_groups: int = 8, cache_images: int = 64,
+                 cache_bytes: int = 32 << 20):
         self.ds = ds
-        self._groups: OrderedDict[tuple[Path, int, bool], pa.Table] = OrderedDict()
+        self._groups: OrderedDict[tuple[Path, int], pa.Table] = OrderedDict()
         self._images: OrderedDict[str, bytes] = OrderedDict()
-        self._max_groups, self._max_images = cache_row_groups, cache_images
+        self._max_groups, self._max_images, self._max_bytes = cache_row_groups, cache_images, cache_bytes
         self._lock = threading.Lock()
+        # One scan of an image column at a time: a Parquet page is decoded whole, and a shard written with
+        # pages of many rows (curation writes up to a row group per page) holds a whole row group's screenshots
+        # in one page, so eight thumbnail requests at once would otherwise decode it eight times over.
+        self._scan = threading.Lock()
         # sha → a sample whose shard embeds it (first seen wins; all carry identical bytes by construction).
         self._image_refs: dict[str, SampleRef] = {}
         for ref in [*ds.refs.values(), *ds.rejected.values()]:
             self._image_refs.setdefault(ref.screenshot_sha256, ref)
 
-    def _rows(self, loc: Location, with_image: bool) -> pa.Table:
-        """The row group as an Arrow table (cached): a page converts only its one row to Python, not the
-        thousands of rows around it (that conversion was most of a sample page's server time)."""
-        key = (loc.file, loc.row_group, with_image)
+    @staticmethod
+    def _evict(cache: OrderedDict, max_items: int, max_bytes: int, size) -> None:  # type: ignore[type-arg, no-untyped-def]
+        total = sum(size(v) for v in cache.values())
+        while cache and (len(cache) > max_items or total > max_bytes):
+            total -= size(cache.popitem(last=False)[1])
+
+    def _rows(self, loc: Location) -> pa.Table:
+        """The row group's columns but the image, as an Arrow table (cached): a page converts only its one row
+        to Python, not the thousands of rows around it (that conversion was most of a sample page's server
+        time). A row group whose text alone exceeds the cache is read for this call and not kept."""
+        key = (loc.file, loc.row_group)
         with self._lock:
             if key in self._groups:
                 self._groups.move_to_end(key)
                 return self._groups[key]
         pf = pq.ParquetFile(loc.file)
-        columns = None if with_image else [n for n in pf.schema_arrow.names if n != "image"]
-        rows = pf.read_row_group(loc.row_group, columns=columns)
-        with self._lock:
-            self._groups[key] = rows
-            while len(self._groups) > self._max_groups:
-                self._groups.popitem(last=False)
+        rows = pf.read_row_group(loc.row_group, columns=[n for n in pf.schema_arrow.names if n != "image"])
+        if rows.nbytes <= self._max_bytes:
+            with self._lock:
+                self._groups[key] = rows
+                self._evict(self._groups, self._max_groups, self._max_bytes, lambda t: t.nbytes)
         return rows
 
-    def _row(self, loc: Location, with_image: bool) -> dict:
-        return self._rows(loc, with_image).slice(loc.offset, 1).to_pylist()[0]
+    def _row(self, loc: Location) -> dict:
+        return self._rows(loc).slice(loc.offset, 1).to_pylist()[0]
+
+    @staticmethod
+    def _cell(loc: Location, column: str, batch_rows: int) -> object:
+        """One cell, streamed: the column chunk is decoded ``batch_rows`` rows at a time up to ``loc``'s row, so
+        a row group of huge cells (screenshots, reject payloads) is never held whole."""
+        for offset, row in iter_rows(loc.file, loc.row_group, [column], batch_rows):
+            if offset == loc.offset:
+                return row[column]
+        return None
+
+    def _payload_samples(self, ref: SampleRef) -> list[Sample]:
+        payload = self._cell(ref.location, "payload", PAYLOAD_BATCH_ROWS)
+        return payload_samples(payload if isinstance(payload, str) else "")
 
     def sample(self, ref: SampleRef) -> Sample:
         """The full sample (without image bytes); raises ``RecordValidationError`` for a bad row."""
         if ref.source == "rejects":
-            payload = self._row(ref.location, True)["payload"]
-            found = [s for s in payload_samples(payload) if s.id == ref.id]
+            found = [s for s in self._payload_samples(ref) if s.id == ref.id]
             if not found:
                 raise RecordValidationError([FieldError(ref.id, "payload", "the reject row no longer holds it")])
             return found[0].model_copy(update={"image": None})
-        else:
-            row = self._row(ref.location, False)
-        record = parse_record(from_row(row), "sample")
+        record = parse_record(from_row(self._row(ref.location)), "sample")
         assert isinstance(record, Sample)
         return record
+
+    def action(self, ref: SampleRef) -> tuple[Action, int, int] | None:
+        """A step's action and screenshot size, for a filmstrip thumbnail's mark: three cells of the cached row
+        group, not a whole sample; None when the row does not hold a valid action."""
+        try:
+            if ref.source == "rejects":
+                s = self.sample(ref)
+                return s.action, s.image_width, s.image_height
+            t = self._rows(ref.location).slice(ref.location.offset, 1)
+            width, height = t.column("image_width")[0].as_py(), t.column("image_height")[0].as_py()
+            action = Action.model_validate(t.column("action")[0].as_py())
+            return action, int(width), int(height)
+        except (RecordValidationError, ValueError, TypeError, KeyError):
+            return None
 
     def image(self, sha: str) -> bytes | None:
         """PNG bytes of a screenshot of this version by sha256 — never by path, never another blob of the store.
@@ -284,10 +340,10 @@ class SampleReader:
                 data = None
         if data is None or sha256_bytes(data) != sha:
             return None
-        with self._lock:
-            self._images[sha] = data
-            while len(self._images) > self._max_images:
-                self._images.popitem(last=False)
+        if len(data) <= self._max_bytes // 8:
+            with self._lock:
+                self._images[sha] = data
+                self._evict(self._images, self._max_images, self._max_bytes, len)
         return data
 
     def _embedded(self, sha: str) -> bytes | None:
@@ -295,9 +351,12 @@ class SampleReader:
         if ref is None:
             return None
         if ref.source == "rejects":
-            payload = self._row(ref.location, True)["payload"]
-            return next((s.image for s in payload_samples(payload) if s.id == ref.id), None)
-        pf = pq.ParquetFile(ref.location.file)
-        col = pf.read_row_group(ref.location.row_group, columns=["image"]).column("image")
-        value = col[ref.location.offset].as_py()
+            return next((s.image for s in self._payload_samples(ref) if s.id == ref.id), None)
+        if "image" not in pq.ParquetFile(ref.location.file).schema_arrow.names:
+            return None
+        with self._scan:
+            with self._lock:
+                if sha in self._images:  # another request fetched it while this one waited
+                    return self._images[sha]
+            value = self._cell(ref.location, "image", IMAGE_BATCH_ROWS)
         return value if isinstance(value, bytes) else None

@@ -19,6 +19,10 @@ from dataclasses import dataclass
 
 from schemas import Action
 
+# A type without a point shows as a small badge on a filmstrip thumbnail (and typed text as a keyboard): a
+# reviewer scanning the strip sees what each step did without opening it.
+GLYPHS = {"type": "⌨ type", "select": "☰ select", "key": "⏎ key", "open_app": "▶ app", "answer": "❝ answer",
+          "navigate_back": "← back", "navigate_home": "⌂ home", "wait": "◷ wait", "done": "✓ done"}
 # How far a direction-only swipe or scroll arrow reaches, as a fraction of the shorter image side.
 ARROW_FRACTION = 0.25
 DIRECTION_VECTORS = {"up": (0.0, -1.0), "down": (0.0, 1.0), "left": (-1.0, 0.0), "right": (1.0, 0.0)}
@@ -106,3 +110,12 @@ def _arrow(action: Action, width: int, height: int) -> tuple[tuple[float, float]
     reach = min(width, height) * ARROW_FRACTION
     end = (min(max(start[0] + dx * reach, 0.0), width), min(max(start[1] + dy * reach, 0.0), height))
     return start, end
+
+
+def glyph_for(action: Action) -> str:
+    """The badge a thumbnail shows for ``action`` ('' when its point, box or arrow says it all)."""
+    if action.type in GLYPHS:
+        return GLYPHS[action.type]
+    if action.point is None and action.type not in ("swipe", "scroll") and action.target_bbox is None:
+        return action.full_type.replace("_", " ")  # a pointed type without its point: say what it is
+    return ""

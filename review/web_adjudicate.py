@@ -16,6 +16,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from review.db import REJECT_REASONS, Verdict
+from review.filmstrip import filmstrip
 from review.labels import LabelError, LabelView, add_label, history_of
 from review.overlay import shapes_for
 from review.web import DB, Me, ReviewState, Viewer, check_write, progress, render, state
@@ -23,6 +24,11 @@ from schemas import Action
 
 router = APIRouter()
 PAGE_SIZE = 50
+# The original action keeps the sample page's colours (magenta ring, green box); each annotator's edited action
+# gets one colour of its own, drawn dashed on the same screenshot, so where each put the point or box is
+# compared at a glance (the legend names them).
+ORIGINAL_COLOUR = "#ff00ff"
+EDIT_COLOURS = ["#00b4ff", "#ffd400", "#ff3b3b", "#9b6bff", "#00e5c0", "#ff8fd0"]
 
 
 def _require(me: Viewer) -> None:
@@ -76,9 +82,9 @@ def adjudicate_next(request: Request, me: Me) -> Response:
     return RedirectResponse("/adjudicate?show=open", status_code=303)
 
 
-def _describe(lab: LabelView, width: int, height: int) -> dict:
-    """One label for the side-by-side table; an edited action also as the shapes to draw it (an adjudicator
-    compares where each annotator put the point or box, not two lists of numbers)."""
+def _describe(lab: LabelView, width: int, height: int, colour: str) -> dict:
+    """One label for the side-by-side table; an edited action also as the shapes to draw it in ``colour`` on
+    the screenshot (an adjudicator compares where each annotator put the point or box, not lists of numbers)."""
     action = None
     shapes: list = []
     if lab.action_json:
@@ -87,7 +93,7 @@ def _describe(lab: LabelView, width: int, height: int) -> dict:
             action, shapes = edited.describe(), shapes_for(edited, width, height)
         except ValueError:
             action = lab.action_json
-    return {"label": lab, "action": action, "shapes": shapes}
+    return {"label": lab, "action": action, "shapes": shapes, "colour": colour}
 
 
 @router.get("/adjudicate/sample/{sample_id:path}", response_class=HTMLResponse)
@@ -108,8 +114,11 @@ def adjudicate_sample(sample_id: str, request: Request, db: DB, me: Me, error: s
     return render(request, "adjudicate_sample.html", status=400 if error else 200, me=me, progress=progress(st, me),
                   ref=ref, s=sample,
                   shapes=shapes_for(sample.action, sample.image_width, sample.image_height),
-                  labels=[_describe(lab, sample.image_width, sample.image_height) for lab in current],
-                  ruling=ruling_label, reasons=REJECT_REASONS,
+                  labels=[_describe(lab, sample.image_width, sample.image_height, EDIT_COLOURS[k % len(EDIT_COLOURS)])
+                          for k, lab in enumerate(current)],
+                  original_colour=ORIGINAL_COLOUR, ruling=ruling_label, reasons=REJECT_REASONS,
+                  filmstrip=filmstrip(st.reader, st.ds.by_trajectory, ref),
+                  film_href=lambda sid: f"/adjudicate/sample/{quote(sid, safe='')}",
                   action_json=json.dumps(sample.action.model_dump(mode="json", exclude_none=True), indent=2,
                                          ensure_ascii=False), error=error or None)
 

@@ -30,6 +30,7 @@ from review.edits import (
     corrections,
     form_values,
 )
+from review.filmstrip import filmstrip
 from review.labels import LabelError, LabelView, add_label, history_of, label_by_id
 from review.overlay import shapes_for
 from review.queue import STRATEGIES, next_in_queue
@@ -38,7 +39,6 @@ from review.web import DB, Me, ReviewState, Viewer, check_write, progress, rende
 from schemas.errors import RecordValidationError
 
 router = APIRouter()
-FILMSTRIP_RADIUS = 3
 PAGE_SIZE = 50
 CLAIM_TRIES = 20
 FINAL = ("your verdict on this sample is final: another annotator has labelled it too (blind overlap), so it "
@@ -188,15 +188,6 @@ def browse(request: Request, me: Me, page: int = 1, source: str = "data") -> Res
 
 
 # ---------------------------------------------------------------------------------------------------- samples
-def _filmstrip(st: ReviewState, current) -> list[dict]:  # type: ignore[no-untyped-def]
-    """The trajectory's steps around the current one; steps missing from this version are shown as gaps."""
-    present = {r.step_index: r for r in st.ds.by_trajectory.get(current.trajectory_id, [])}
-    present[current.step_index] = current  # an audited gate reject is not in the data but is on screen
-    lo = max(0, current.step_index - FILMSTRIP_RADIUS)
-    hi = min(current.num_steps - 1, current.step_index + FILMSTRIP_RADIUS)
-    return [{"index": i, "ref": present.get(i), "current": i == current.step_index} for i in range(lo, hi + 1)]
-
-
 def _undo_offer(st: ReviewState, db, me: Viewer, label_id: object) -> dict | None:  # type: ignore[no-untyped-def]
     """The label just written, if it is still my standing verdict (then it may be undone)."""
     if not str(label_id or "").isdigit():
@@ -254,7 +245,8 @@ def sample_page(request: Request, db, me: Viewer, ref, nav: Nav, *,  # type: ign
     return render(
         request, "sample.html", status=status, me=me, ref=ref, s=sample, values=values, original=original,
         changed=changed, shapes=shapes_for(shown_action, sample.image_width, sample.image_height),
-        filmstrip=_filmstrip(st, ref), action_json=action_json, trail=shown, hidden_labels=len(trail) - len(shown),
+        filmstrip=filmstrip(st.reader, st.ds.by_trajectory, ref), action_json=action_json, trail=shown,
+        hidden_labels=len(trail) - len(shown),
         mine=mine, my_current=my_current, final=st.index.final(ref.id, ref.content_hash, me.user.id),
         reasons=REJECT_REASONS, nav=nav,
         queue_label=STRATEGIES.get(nav.queue or "", ""), progress=progress(st, me), error=error,

@@ -411,5 +411,6 @@ def test_the_adjudication_page_draws_each_edited_action(env):
     bob.post("/labels", data={**page_form(bob.get(url).text), "verdict": "accept"})
     carol, _ = login(app, "carol")
     page = carol.get(f"/adjudicate/sample/{quote(ref.id, safe='')}").text
-    drawn = page.split('data-testid="adj-edited-action"')[1].split("</svg>")[0]
+    drawn = page.split('data-layer="alice"')[1].split("</g>")[0]  # alice's layer on the one screenshot
     assert 'cx="150.0"' in drawn and 'cy="120.0"' in drawn
+    assert 'data-layer="bob"' not in page  # bob edited nothing: nothing of his is drawn

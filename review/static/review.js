@@ -155,6 +155,64 @@
     refresh();
   }
 
+  // ------------------------------------------------------------------ filmstrip, help, adjudication
+  const help = document.getElementById("help");
+  const helpToggle = document.getElementById("help-toggle");
+  if (help && helpToggle) helpToggle.addEventListener("click", () => { help.hidden = !help.hidden; });
+  // "[" / "]": the neighbouring step in the filmstrip (a plain link, so leaving with unsaved edits asks first).
+  function goStep(delta) {
+    const cur = document.querySelector(".filmstrip li.current");
+    const li = cur && (delta < 0 ? cur.previousElementSibling : cur.nextElementSibling);
+    const a = li && li.querySelector("a[href]");
+    if (a) { a.click(); return true; }
+    return false;
+  }
+  function inField(el) { return el && (el.tagName === "TEXTAREA" || el.tagName === "INPUT" || el.tagName === "SELECT"); }
+
+  const ruling = document.getElementById("ruling-form");
+  if (ruling) {
+    // The adjudication page: 1–9 adopt a label, a / r accept / reject the original, Enter records the ruling,
+    // n skips to the next open disagreement, h hides the marks, [ / ] step through the trajectory.
+    const overlayEl = document.getElementById("overlay");
+    const pick = (key) => {
+      const r = ruling.querySelector("input[type=radio][data-key='" + key + "']");
+      if (r) r.checked = true;
+      return r;
+    };
+    ruling.querySelectorAll("input[name=comment]").forEach((inp) => inp.addEventListener("keydown", (ev) => {
+      if (ev.key === "Enter") { ev.preventDefault(); if (ev.ctrlKey || ev.metaKey) ruling.requestSubmit(); }
+    }));
+    document.addEventListener("keydown", (ev) => {
+      const el = document.activeElement;
+      if (ev.key === "Escape") { if (el && el.blur) el.blur(); if (help) help.hidden = true; return; }
+      if (ev.ctrlKey && ev.key === "Enter") { ev.preventDefault(); ruling.requestSubmit(); return; }
+      if (ev.ctrlKey || ev.metaKey || ev.altKey) return;
+      if (inField(el) && !(el.type === "radio")) {
+        if (ev.key === "Enter" && el.tagName === "SELECT") { ev.preventDefault(); ruling.requestSubmit(); }
+        return;
+      }
+      if (/^[1-9]$/.test(ev.key)) { if (pick(ev.key)) ev.preventDefault(); return; }
+      switch (ev.key) {
+        case "a": ev.preventDefault(); pick("a"); break;
+        case "r": {
+          ev.preventDefault(); pick("r");
+          const sel = ruling.querySelector("select[name=reason_code]");
+          if (sel) sel.focus();
+          break;
+        }
+        case "c": { ev.preventDefault(); const c = ruling.querySelector("input[name=comment]"); if (c) c.focus(); break; }
+        case "Enter": ev.preventDefault(); ruling.requestSubmit(); break;
+        case "n": { const n = document.getElementById("adjudicate-skip"); if (n) { ev.preventDefault(); n.click(); } break; }
+        case "h": if (overlayEl) { ev.preventDefault(); overlayEl.classList.toggle("hidden-marks"); } break;
+        case "[": if (goStep(-1)) ev.preventDefault(); break;
+        case "]": if (goStep(1)) ev.preventDefault(); break;
+        case "?": if (help) help.hidden = !help.hidden; break;
+        default: break;
+      }
+    });
+    return;
+  }
+
   // ------------------------------------------------------------------ keyboard
   if (!form) {
     document.addEventListener("keydown", (ev) => {
@@ -182,7 +240,6 @@
 
   const panel = document.getElementById("reject-panel");
   const reason = form.querySelector("select[name=reason_code]");
-  const help = document.getElementById("help");
   const button = (v) => form.querySelector("button[name=verdict][value=" + v + "]");
   let rejecting = false;
 
@@ -243,6 +300,8 @@
       case "b": if (editable && uses().indexOf("box") >= 0) { ev.preventDefault(); setBoxing(!boxing); } break;
       case "s": ev.preventDefault(); submit("skip"); break;
       case "u": if (undoForm) { ev.preventDefault(); undoForm.requestSubmit(); } break;
+      case "[": if (goStep(-1)) ev.preventDefault(); break;
+      case "]": if (goStep(1)) ev.preventDefault(); break;
       case "?": if (help) help.hidden = !help.hidden; break;
       default: break;
     }
