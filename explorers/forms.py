@@ -380,6 +380,8 @@ def is_search_box(w: Widget, screen: Screen | None = None) -> bool:
         return True
     if _hinted(w) == "search":
         return True
+    if placeholder_value(w, 0):
+        return False  # its placeholder shows a format (a date, an amount): a filter's field, not a query
     if w.form_action and (w.form_method or "get").lower() == "get" and screen is not None:
         fields = [o for o in _form_fields(w, screen) if o.input_type in TEXTLIKE and o.tag != "textarea"]
         return len(fields) == 1 and not _hinted(w)
@@ -483,7 +485,7 @@ def queries(screen: Screen, box: Widget, vocab: Vocabulary | None = None) -> lis
             continue
         if CHROME_TAGS.search(e.path):
             continue
-        for tok in set(_TERM.findall(w.label)):
+        for tok in dict.fromkeys(_TERM.findall(w.label)):  # in reading order: the same screen, the same queries
             low = tok.lower()
             if low in NOT_TERMS or low in own or (vocab is not None and vocab.chrome(low)):
                 continue
@@ -555,7 +557,8 @@ class FormFiller:
         if not pick and not used:
             pick = _value("search", seed)  # a page without words: one query from the pool
         value = constrain(w, pick) if pick else ""
-        self._terms[ident] = value
+        if value:  # kept until typed (one candidate key); a screen without words gives none and decides nothing
+            self._terms[ident] = value
         return value
 
     # --- what the crawler tells the filler --------------------------------------------------------------------

@@ -83,6 +83,7 @@ NOVELTY_PRIORS = {
     "type": 0.25, "link-known-url": 0.25, "element-seen": 0.2, "back": 0.1, "repeat-known": 0.1,
     "radio-revert": 0.1, "link-self": 0.05, "dead-label": 0.03, "submit-blocked": 0.05, "link-external": 0.02,
     "family-seen": 0.1, "no-effect": 0.05, "back-exit": 0.01, "scroll-dry": 0.01,
+    "menu-seen": 0.02,
 }
 PRIOR_WEIGHT = 3.0
 # A class with a low prior would never be tried, so the crawl would never learn that this app differs (TiddlyWiki's
@@ -96,7 +97,7 @@ PRIOR_WEIGHT = 3.0
 PROBE_TRIES = 2
 PROBE_FLOOR = 0.25
 UNPROBED = frozenset({"back", "back-exit", "link-external", "radio-revert", "submit-blocked", "dead-label",
-                      "no-effect", "repeat-known", "scroll-dry"})
+                      "no-effect", "repeat-known", "scroll-dry", "menu-seen"})
 # Below this chance an untried action is only taken when no state within reach offers a better one: the
 # actions of the current state come first (leaving means coming back later), unless they are all unpromising.
 MIN_NOVELTY = 0.2
@@ -512,13 +513,15 @@ class GreedyPolicy(Policy):
     def _found_content(self, graph: Graph, state: str) -> bool:
         """Whether the action just taken found something, judged by content, not by the state id: an error page is a
         dead end, and a type or scroll that stayed on its screen family and brought up no element signature the family
-        had not shown (typed text only changed an input's value; a scroll only moved the page) found nothing, however
-        the state abstraction split it. Also counts scrolls in a row that found nothing (``scroll_dry``)."""
+        had not shown (typed text only changed an input's value; a scroll only moved the page; a sort or language
+        menu's entry showed the same screen another way) found nothing, however the state abstraction split it. Also
+        counts scrolls in a row that found nothing (``scroll_dry``)."""
         info = graph.states.get(state)
         if info is not None and info.error_page:
             return False
         cls, source = self._last_class, self._last_context
-        if cls not in ("type", "type-required", "scroll") or source is None:
+        menu = bool(self._last_group) and is_variant_family(self.learned.family_hrefs.get(self._last_group, set()))
+        if (cls not in ("type", "type-required", "scroll") and not menu) or source is None:
             return True
         family = self._family(graph, state)
         fresh = family != source or bool(signatures(graph, state) - self.learned.content.get(family, set()))
@@ -626,8 +629,10 @@ class GreedyPolicy(Policy):
             return "type"  # this field was filled (and its form submitted) elsewhere already
         if seen.identity in self.learned.radio_defaults:
             return "radio-revert"  # re-choosing the option the form came with undoes the choice just made
-        limit = VARIANT_LIMIT if is_variant_family(self.learned.family_hrefs.get(seen.group, set())) else FAMILY_LIMIT
-        if seen.group and not tried and self.learned.family_tries[seen.group] >= limit \
+        if seen.group and not tried and self.learned.family_tries[seen.group] >= VARIANT_LIMIT \
+                and is_variant_family(self.learned.family_hrefs.get(seen.group, set())):
+            return "menu-seen"  # a sort or language menu whose entries show the same screen another way
+        if seen.group and not tried and self.learned.family_tries[seen.group] >= FAMILY_LIMIT \
                 and not (self._code_guided and any(self.learned.family_code.get(seen.group, []))):
             # A few rows of this list (entries of this menu) were tried already, elsewhere. On a coverage-guided
             # crawl, only once the last few stopped running new code: a list's rows share one renderer, a menu's
