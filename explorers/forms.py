@@ -529,7 +529,8 @@ class FormFiller:
         bad = self.rejected.get(ident, set())
         if w.options:
             value = choose_option(w, seed)
-            return "" if value in bad else value
+            shown = dict(zip(w.options, w.option_labels or w.options, strict=False)).get(value, value).strip()
+            return "" if value in bad or shown in bad else value  # a choice is logged by its label
         if w.suggestions:
             fresh = [v for v in w.suggestions if v.strip() and v not in bad and v != w.value]
             return fresh[seed % len(fresh)] if fresh else ""
