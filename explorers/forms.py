@@ -173,6 +173,7 @@ NOT_TERMS = frozenset({
     "language", "left", "light", "like", "link", "links", "loading", "login", "logout", "main", "many", "menu",
     "mode", "more", "most", "much", "next", "none", "null", "only", "open", "other", "over", "page", "pages",
     "password", "previous", "print", "privacy", "profile", "register", "remove", "reset", "right", "save", "search",
+    "result", "results", "nothing", "found", "matches", "item", "items", "list", "entries", "total", "sort", "order",
     "settings", "share", "should", "show", "sign", "skip", "some", "such", "than", "that", "their", "them", "then",
     "there", "these", "they", "this", "those", "toggle", "true", "under", "undefined", "upload", "user", "username",
     "very", "view", "were", "what", "when", "where", "which", "while", "will", "with", "would", "your"
@@ -433,9 +434,9 @@ def placeholder_value(w: Widget, seed: int) -> str:
 
 # --- search queries --------------------------------------------------------------------------------------------
 CHROME_TAGS = re.compile(r"(^|/)(nav|header|footer|aside)\[")
-CHROME_SHARE = 0.6  # a word on this share of the screens seen (with at least CHROME_MIN screens) is the app's chrome
-CHROME_MIN = 3
-LISTED = re.compile(r"/(li|td|th|tr|dt|dd|article|h[1-6])\[")
+CHROME_SHARE = 0.9  # a word on this share of the screens seen (with at least CHROME_MIN screens) is the app's chrome
+CHROME_MIN = 4
+LISTED = re.compile(r"/(li|td|tr|dt|dd|article)\[")
 
 
 @dataclass
@@ -473,7 +474,8 @@ def queries(screen: Screen, box: Widget, vocab: Vocabulary | None = None) -> lis
     """Queries for the search box ``box`` taken from the items ``screen`` lists, best first: words of link texts,
     list rows, table cells and headings (one per item, items of a list or table first, then words shown on more
     items), never the app's chrome (``Vocabulary``), the box's own label or ``NOT_TERMS``. A word a person would
-    type, that the app's own data contains: it reaches the result list, not the "no results" screen."""
+    type, that the app's own data contains: it reaches the result list, not the "no results" screen. Words of the
+    rows of a list or table come first, then those of links and headings; other prose ("Nothing found") is none."""
     own = {t.lower() for t in _TERM.findall(" ".join((box.label, box.placeholder)))}
     counts: Counter[str] = Counter()
     listed: set[str] = set()
@@ -485,6 +487,9 @@ def queries(screen: Screen, box: Widget, vocab: Vocabulary | None = None) -> lis
             continue
         if CHROME_TAGS.search(e.path):
             continue
+        in_list = bool(LISTED.search("/" + e.path)) or e.role in ("cell", "gridcell", "row", "listitem")
+        if not (in_list or w.href or e.role == "heading"):
+            continue
         for tok in dict.fromkeys(_TERM.findall(w.label)):  # in reading order: the same screen, the same queries
             low = tok.lower()
             if low in NOT_TERMS or low in own or (vocab is not None and vocab.chrome(low)):
@@ -492,7 +497,7 @@ def queries(screen: Screen, box: Widget, vocab: Vocabulary | None = None) -> lis
             counts[low] += 1
             shown.setdefault(low, tok)
             order.setdefault(low, len(order))
-            if LISTED.search("/" + e.path) or e.role in ("heading", "cell", "gridcell", "row", "listitem"):
+            if in_list:
                 listed.add(low)
     ranked = sorted(counts, key=lambda t: (t not in listed, -counts[t], order[t]))
     return [shown[t] if shown[t].isupper() or not shown[t][1:].islower() else t for t in ranked]

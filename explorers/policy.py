@@ -231,11 +231,14 @@ def route_of(url: str) -> str:
 
 def signatures(graph: Graph, state: str) -> set[str]:
     """What a state shows, as element signatures: each offered action's element, and for the rows of a list (menu
-    entries, pager links) their family once: another row of a list already seen is not new content."""
+    entries, pager links) their family once: another row of a list already seen is not new content. Actions of no
+    element (scrolling, back) say nothing about what is on screen: a "scroll up" offered after scrolling down is
+    not something new."""
     info = graph.states.get(graph.canonical(state))
     if info is None:
         return set()
-    return {group if group != key else (info.targets.get(key) or key) for key, group in info.offered.items()}
+    return {group if group != key else target for key, group in info.offered.items()
+            if (target := info.targets.get(key, ""))}
 
 
 _LANG_SEGMENT = re.compile(r"^[a-z]{2}(?:[-_][a-zA-Z]{2,4})?$")
@@ -921,8 +924,9 @@ class GreedyPolicy(Policy):
         from_entry = self._bfs(graph, graph.canonical(self._entry)) if self._entry is not None else {}
         opened = self._bfs_from(graph, self._open_sources(graph, state))
         for s in set(walks) | set(from_entry) | set(opened):
-            if s == state or s in self.ways.given_up or not graph.has_unexplored(s):
-                continue
+            if s == state or s in self.ways.given_up or not graph.has_unexplored(s) \
+                    or ((info := graph.states.get(s)) is not None and info.error_page):
+                continue  # (an error page's untried actions are the app's chrome, offered on every other screen)
             got = self._best_in(graph, s)
             if got is None:
                 continue

@@ -55,10 +55,10 @@ def test_queries_come_from_listed_items_not_the_chrome() -> None:
     box = _field("header[1]/input[1]", "q", input_type="search")
     filler = FormFiller()
     # three screens of the same app: the navigation's and the title's words are on every one of them
-    for i, item in enumerate(("Volcanoes", "Glaciers", "Deserts")):
-        filler.see(_screen(f"http://a/p{i}", _w("nav[1]/a[1]", "Atlas"), _w("div[1]/a[1]", "Gazetteer"),
+    for i, item in enumerate(("Volcanoes", "Glaciers", "Deserts", "Canyons")):
+        filler.see(_screen(f"http://a/p{i}", _w("nav[1]/a[1]", "Atlas"), _w("div[1]/a[1]", "Gazetteer", href="http://a/g"),
                            _w(f"main[1]/ul[1]/li[{i + 1}]/a[1]", f"{item} overview"), title="Atlas Gazetteer"))
-    results = _screen("http://a/list", box, _w("nav[1]/a[1]", "Atlas"), _w("div[1]/a[1]", "Gazetteer"),
+    results = _screen("http://a/list", box, _w("nav[1]/a[1]", "Atlas"), _w("div[1]/a[1]", "Gazetteer", href="http://a/g"),
                       _w("main[1]/p[1]", "Tundra is mentioned once", role="text"),
                       _w("main[1]/ul[1]/li[1]/a[1]", "Rivers of Europe"), title="Atlas Gazetteer")
     got = queries(results, box, filler.vocab)
