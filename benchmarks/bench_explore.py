@@ -763,7 +763,7 @@ def print_table(per_app: dict[str, dict[str, PolicyRun]], steps: int, repeats: i
                       row([got[p].covered for p in POLICIES], unit), row([got[p].covered_raw for p in POLICIES], unit),
                       row([got[p].baseline for p in POLICIES], unit), unit or "–",
                       "/".join(str(len(got[p].writes)) for p in POLICIES),
-                      "/".join(f"{got[p].error_states}/{got[p].own_states}" for p in POLICIES),
+                      " / ".join(f"{got[p].error_states} of {got[p].own_states}" for p in POLICIES),
                       ", ".join(p for p in POLICIES if got[p].failed) or "–")
     console.print(table)
 
