@@ -61,7 +61,8 @@
 
 Prints ``BENCH`` lines, per app and policy first; then ``crawl_failures``, ``unintended_writes``,
 ``coverage_vs_random`` (beyond the baseline; ``coverage_vs_random_raw`` beside it), ``states_vs_dfs``,
-``states_vs_random``, ``steps_vs_raw`` and ``farm_2_vs_1``.
+``states_vs_random``, ``error_state_rate`` (the greedy crawls' states that are the app's error page, over all their
+states), ``steps_vs_raw`` and ``farm_2_vs_1``.
 With ``--repeats N`` every app is crawled N times per policy (random's seed 7, 8, ...), each crawl on a fresh
 instance, and the figures compare the policies' means (the table shows the means, a line per app each repeat's
 greedy/random ratios): one crawl of Node-RED is decided by which policy happens to open its code editor.
@@ -200,6 +201,19 @@ def _observations(out: Path, app_id: str) -> tuple[list[tuple[str, Features]], s
         for o in step.observations:
             seen.append((o.location, o.features))
     return seen, mask
+
+
+def error_states(out: Path, app_id: str) -> tuple[int, int]:
+    """(distinct states that are the app's error page, distinct states) of one crawl, by its own state ids: what
+    ``error_state_rate`` counts (``explorers.error_pages`` decides, the crawler records it per observation)."""
+    errors: set[str] = set()
+    states: set[str] = set()
+    for _worker, step in GraphStore(out, app_id).steps():
+        for o in step.observations:
+            states.add(o.state)
+            if o.error_page:
+                errors.add(o.state)
+    return len(errors), len(states)
 
 
 def common_counts(outs: dict[str, Path], apps: dict[str, dict[str, Any]]) -> dict[str, int]:
@@ -503,6 +517,8 @@ class PolicyRun:
     graph_states: int = 0  # states of the exported graph (on the app's host), what screens are counted from
     screens: int = 0  # distinct screens as a user counts them (graph.user_screens)
     names: int = 0  # distinct screen names
+    error_states: int = 0  # distinct states that are the app's error page (``error_state_rate``)
+    own_states: int = 0  # distinct states by the crawl's own ids (the rate's denominator)
 
 
 def _crawl_job(out: Path, device: str, app: AppRun, steps: int, policy: str, seed: int = 7) -> PolicyRun:
@@ -580,6 +596,9 @@ def compare_policies(kind: str, tmp: Path, drivers: list[str], steps: int, procs
             print(f"BENCH covered_js_functions_raw_{p}_{app_id}={js_summary['covered_functions']}")
             print(f"BENCH baseline_js_bytes_{p}_{app_id}={js_summary['baseline_bytes']}")
         print(f"BENCH unintended_writes_{p}_{app_id}={len(got[p].writes)}")
+        if not got[p].failed:
+            got[p].error_states, got[p].own_states = error_states(outs[p], app_id)
+            print(f"BENCH error_state_rate_{p}_{app_id}={got[p].error_states / max(1, got[p].own_states):.3f}")
     # No policy finds more than one new state per action: on an app where random already finds one on most
     # steps (TiddlyWiki: every set of open tiddlers is a screen), this is the most any policy could reach.
     print(f"BENCH states_vs_random_ceiling_{app_id}={(steps + 1) / max(1, found.get('random', 0)):.3f}")
@@ -699,6 +718,9 @@ def main() -> None:
                 print(f"BENCH states_vs_dfs={ratio('greedy', 'dfs'):.3f}")
                 print(f"BENCH states_vs_random={ratio('greedy', 'random'):.3f}")
                 screen_figures(per_app, runs)
+                greedy = [got["greedy"] for got in per_app.values()]  # the explorer's own states, all apps together
+                bad, own = sum(r.error_states for r in greedy), sum(r.own_states for r in greedy)
+                print(f"BENCH error_state_rate={bad / max(1, own):.3f}")
             if args.crawls_only:
                 return
             steps_vs_raw(tmp, drivers[0].url, demo, args.raw_steps, args.speed_repeats)
@@ -812,6 +834,7 @@ def mean_runs(got: list[dict[str, PolicyRun]]) -> dict[str, PolicyRun]:
             graph_states=_mean([r.graph_states for r in alive]) if alive else 0,
             screens=_mean([r.screens for r in alive]) if alive else 0,
             names=_mean([r.names for r in alive]) if alive else 0,
+            error_states=sum(r.error_states for r in alive), own_states=sum(r.own_states for r in alive),
         )
     return out
 
@@ -835,7 +858,7 @@ def print_table(per_app: dict[str, dict[str, PolicyRun]], steps: int, repeats: i
     table = Table(title=f"exploration, {steps} actions per app and policy"
                   + (f", means of {repeats} crawls each" if repeats > 1 else ""))
     for col in ("app", "states g/r/d", "screens g/r/d", "coverage beyond baseline g/r/d", "raw coverage g/r/d",
-                "baseline g/r/d", "unit", "unintended writes g/r/d", "died"):
+                "baseline g/r/d", "unit", "unintended writes g/r/d", "error states g/r/d", "died"):
         table.add_column(col)
 
     def row(values: list[int | None], unit: str) -> str:
@@ -848,6 +871,7 @@ def print_table(per_app: dict[str, dict[str, PolicyRun]], steps: int, repeats: i
                       row([got[p].covered for p in POLICIES], unit), row([got[p].covered_raw for p in POLICIES], unit),
                       row([got[p].baseline for p in POLICIES], unit), unit or "–",
                       "/".join(str(len(got[p].writes)) for p in POLICIES),
+                      " / ".join(f"{got[p].error_states} of {got[p].own_states}" for p in POLICIES),
                       ", ".join(p for p in POLICIES if got[p].failed) or "–")
     console.print(table)
 

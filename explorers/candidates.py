@@ -18,7 +18,7 @@ from schemas import Action, ActionType, Platform
 from schemas.base import stable_id
 
 # Order in which the policy tries a state's fresh actions: fill fields before pressing buttons.
-PRIORITY = {ActionType.TYPE: 0, ActionType.SELECT: 0, ActionType.CLICK: 1, ActionType.LONG_PRESS: 2,
+PRIORITY = {ActionType.TYPE: 0, ActionType.SELECT: 0, ActionType.KEY: 1, ActionType.CLICK: 1, ActionType.LONG_PRESS: 2,
             ActionType.SCROLL: 3, ActionType.NAVIGATE_BACK: 4}
 
 
@@ -45,6 +45,7 @@ class _PointedExtra(TypedDict, total=False):
     text: str
     duration_ms: int
     direction: str
+    key: str
 
 
 def _pointed(t: ActionType, w: Widget, screen: Screen, **extra: Unpack[_PointedExtra]) -> Action:
@@ -74,7 +75,12 @@ def _widget_actions(w: Widget, screen: Screen, filler: FormFiller, add: Add) -> 
         return
     if e.editable:
         value = filler.value_for(w, screen)
-        add(ActionType.TYPE, w, _pointed(ActionType.TYPE, w, screen, text=value), value)
+        if value:  # "": the filler leaves this field alone (nothing valid to type, or every value was rejected)
+            add(ActionType.TYPE, w, _pointed(ActionType.TYPE, w, screen, text=value), value)
+        if filler.awaits_submit(w):
+            # The query typed into this search box is submitted the way a person does: Enter in the box (a form's
+            # implicit submission, or the box's own key handler where there is no form).
+            add(ActionType.KEY, w, _pointed(ActionType.KEY, w, screen, key="enter"), f"enter {w.value}")
     elif w.options:
         value = filler.value_for(w)
         if value:

@@ -26,6 +26,7 @@ from explorers.candidates import Candidate, candidates
 from explorers.config import AppConfig, CrawlConfig
 from explorers.device import Device, SessionLost
 from explorers.environment import DataDigest, Instance, environment_for
+from explorers.error_pages import error_page
 from explorers.forms import FormFiller
 from explorers.graph import Graph
 from explorers.graph_log import remember, replay_log
@@ -50,7 +51,7 @@ from explorers.steps import FailedAction, LoggedObservation, Offer, StepRecord
 from explorers.store import GraphStore
 from graph.abstraction import ExactComparator, StateTable, exact_hash, features, normalize_location
 from graph.screen import Screen, Widget
-from schemas import Action, ActionType, Observation, Transition, faults
+from schemas import Action, ActionType, Observation, Platform, Transition, faults
 from schemas.base import stable_id
 from schemas.fileio import write_json_atomic
 from schemas.processes import process_start
@@ -421,6 +422,7 @@ class Crawler:
         allowed: list[Candidate] = []
         widget_errors: list[tuple[Widget, Exception]] = []
         edits = self._edits(screen)
+        self.filler.see(screen)
         for c in candidates(screen, self.filler, with_back=self._back_stays(screen), errors=widget_errors):
             try:
                 why = self.guard.blocked(c.widget, c.action.text if c.type in INPUT_TYPES else None, edits)
@@ -442,7 +444,8 @@ class Crawler:
                              reason=f"{len(problems)} element(s) could not be read and were left out",
                              errors=problems[:10])
         offers = tuple(Offer(c.key, c.group, c.target_key, c.action, offer_hints(c)) for c in allowed)
-        logged = LoggedObservation(sid, obs.model_dump(mode="json"), f, offers, screen.title, scripted)
+        logged = LoggedObservation(sid, obs.model_dump(mode="json"), f, offers, screen.title, scripted,
+                                   error_page(screen) if screen.platform == Platform.WEB else "")
         remember(self.graph, logged, self.stats.steps)
         self._where = (screen.location, sid)
         if scripted:
@@ -484,6 +487,7 @@ class Crawler:
         self.audit.write(worker=self.worker, step=self.stats.steps, decision="restart", reason=reason,
                          **({"state": state} if state else {}))
         self._typed, self._wrote = False, ""
+        self.filler.restarted()
         self._audit_refusals(state or "")
         if self.app.reset is not None:
             run_reset(self.app.reset)  # server-side seed data back, so this episode starts like a replay
@@ -799,6 +803,7 @@ class Crawler:
             self.audit.write(worker=self.worker, step=self.stats.steps, state=cur.sid, decision="js-new-code",
                              chars=fresh)
             self.policy.code_reached(fresh)
+        self._tell_filler(cur, c, screen, error)
         nxt = self._observe(screen)
         self._refused_last = self._audit_refusals(cur.sid) > 0
         mutates = self._mutations(c)
@@ -830,6 +835,23 @@ class Crawler:
         self.stats.new_steps += 1
         self._acting = None
         return nxt
+
+    def _tell_filler(self, cur: Observed, c: Candidate, screen: Screen, error: str | None) -> None:
+        """What the form filler learns from an action, before the next screen's values are chosen: a value typed
+        (a search box's query is spent and waits for Enter), a query submitted, and whether the screen the action
+        led to is the app's error page (the values typed since the last good page are not typed there again)."""
+        if error is None and c.widget is not None and c.type in INPUT_TYPES:
+            self.filler.typed(c.widget, c.action.text or "")
+        if c.type is ActionType.KEY and c.widget is not None:
+            self.filler.submitted(c.widget)
+        why = error_page(screen) if screen.platform == Platform.WEB else ""
+        if why:
+            self.filler.page_shown(error=True)
+            self.audit.write(worker=self.worker, step=self.stats.steps, state=cur.sid, decision="error-page",
+                             action=c.describe(), key=c.key, url=screen.location[:300], reason=why)
+        elif screen.location.split("#", 1)[0] != cur.obs.location.split("#", 1)[0]:
+            self.filler.page_shown(error=False)
+            self.filler.submitted()
 
     def _mutations(self, c: Candidate) -> list[str]:
         """What ``c`` changed in the environment's data (its digest before and after); typing commits nothing."""

@@ -284,6 +284,8 @@ class Device:
         elif t is ActionType.SELECT:
             self.select_option(action, widget)
         elif t is ActionType.KEY:
+            if action.x is not None and action.y is not None:
+                self.tap(action.x, action.y)  # a key meant for one element (Enter in a search box) goes there
             self.key(action.key or "")
         elif t is ActionType.NAVIGATE_BACK:
             self.back()

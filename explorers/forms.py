@@ -6,12 +6,26 @@ value the field rejects (a placeholder string in an e-mail field, ``42`` where `
 values end up in the dataset: synthesis writes them into task texts ("create a note titled …"), so they must
 look like what a user would type, never like test fixtures.
 
-Order of preference: the crawl config's ``form_values`` (by field name, id, label, autocomplete or type); for a
-search or filter box, a word the app itself shows (``search_term``); a value picked from realistic pools by what
-the field is (its type, name, label, autocomplete); then made to meet the field's own constraints (``pattern``,
-``min``/``max``/``step``, ``minlength``/``maxlength``). Pools are indexed by a hash of the field's identity, so
-the same field always gets the same value (candidate keys stay stable across visits) while different fields get
-different, varied values; a search box keeps the first term it was given for the whole crawl.
+Order of preference: the crawl config's ``form_values`` (by field name, id, label, autocomplete or type); a
+``<select>``'s or ``<datalist>``'s own options; for a search box (``is_search_box``), a query taken from the items
+the app listed (``queries``); a value picked from realistic pools by what the field is (its type, name, label,
+autocomplete), written the way its placeholder shows (``DD/MM/YYYY``); then made to meet the field's own constraints
+(``pattern``, ``min``/``max``/``step``, ``minlength``/``maxlength``). Pools are indexed by a hash of the field's
+identity, so the same field always gets the same value (candidate keys stay stable across visits) while different
+fields get different, varied values.
+
+Typing that leads somewhere (why the filler keeps a little state): on an accounting UI 111 of 184 actions typed
+note-like filler ("Garden plans") into its time, account and filter boxes, and half its states were junk URLs and
+its error page; on a wiki the same word went into the search box ~50 times. So:
+- note-like free text only goes where free text belongs (a textarea, a field named like a title, name, subject,
+  description or comment, or a plain field of a form that writes); a field of a filter or formless bar whose kind
+  the filler cannot tell (an "account" or "time" box) gets one of its own suggestions, a value its pattern or
+  placeholder format accepts, or nothing: it is left alone (``value_for`` returns "");
+- a search box gets a query from the items the app listed (link texts, cells, headings, not the words of its
+  navigation and title that every screen repeats), keeps it until it was typed, then gets the next one, at most
+  MAX_QUERIES distinct queries per box and each typed once; the box then offers "press Enter" until the query is
+  submitted (``awaits_submit``), so a typed query is a submitted one;
+- a value whose submission ended on the app's error page (``rejected``) is not typed into that field again.
 """
 
 from __future__ import annotations
@@ -57,7 +71,7 @@ HINTS = (
     ("member", "name"), ("payer", "name"), ("who", "name"), ("name", "name"), ("姓名", "name"),
     ("company", "company"), ("organi", "company"),
     ("title", "title"), ("subject", "title"), ("heading", "title"), ("标题", "title"),
-    ("search", "search"), ("query", "search"), ("filter", "search"), ("find", "search"), ("q", "search"),
+    ("search", "search"), ("query", "search"), ("find", "search"), ("q", "search"), ("keyword", "search"),
     ("搜索", "search"),
     ("summary", "sentence"), ("amount", "amount"), ("price", "amount"), ("cost", "amount"),
     ("total", "amount"), ("sum", "amount"),
@@ -65,7 +79,7 @@ HINTS = (
     ("count", "quantity"), ("age", "age"), ("year", "year"),
     ("zip", "zip"), ("postal", "zip"), ("postcode", "zip"), ("city", "city"), ("town", "city"),
     ("street", "street"), ("address", "street"), ("url", "url"), ("website", "url"), ("homepage", "url"),
-    ("tag", "tag"), ("label", "tag"), ("date", "date"), ("when", "date"),
+    ("tag", "tag"), ("label", "tag"), ("date", "date"), ("when", "date"), ("time", "time"),
     ("comment", "sentence"), ("description", "sentence"), ("body", "sentence"), ("message", "sentence"),
     ("note", "sentence"), ("text", "sentence"), ("content", "sentence"), ("summary", "sentence"),
     ("what", "title"),
@@ -107,6 +121,12 @@ def _value(kind: str, seed: int) -> str:
 
 
 NUMERIC_KINDS = ("amount", "quantity", "age", "year", "zip")
+# Kinds whose value is note-like text: typed only into fields that look like free text (``_free_text``).
+FREE_KINDS = ("title", "sentence")
+# Hints that a plain text field wants free text: its name, id or label starts with one of these words.
+FREE_HINTS = ("title", "name", "subject", "heading", "description", "comment", "note", "body", "message", "text",
+              "content", "summary", "what", "caption", "remark", "memo", "标题", "描述", "备注")
+MAX_QUERIES = 3  # distinct queries typed into one search box in a crawl: then the box is left alone
 
 
 def field_kind(w: Widget) -> str:
@@ -153,6 +173,7 @@ NOT_TERMS = frozenset({
     "language", "left", "light", "like", "link", "links", "loading", "login", "logout", "main", "many", "menu",
     "mode", "more", "most", "much", "next", "none", "null", "only", "open", "other", "over", "page", "pages",
     "password", "previous", "print", "privacy", "profile", "register", "remove", "reset", "right", "save", "search",
+    "result", "results", "nothing", "found", "matches", "item", "items", "list", "entries", "total", "sort", "order",
     "settings", "share", "should", "show", "sign", "skip", "some", "such", "than", "that", "their", "them", "then",
     "there", "these", "they", "this", "those", "toggle", "true", "under", "undefined", "upload", "user", "username",
     "very", "view", "were", "what", "when", "where", "which", "while", "will", "with", "would", "your"
@@ -336,28 +357,254 @@ def choose_option(w: Widget, seed: int) -> str:
     return others[seed % len(others)]
 
 
+# --- what a field is for --------------------------------------------------------------------------------------
+SEARCH_ROLES = ("searchbox",)
+TEXTLIKE = ("", "text", "search")
+
+
+def _form_fields(w: Widget, screen: Screen | None) -> list[Widget]:
+    """The editable fields of ``w``'s form on ``screen`` (itself included); [w] when it has no form or no screen."""
+    if screen is None or not w.form_action:
+        return [w]
+    return [o for o in screen.widgets if o.element.editable and o.form_action == w.form_action
+            and o.form_method == w.form_method]
+
+
+def is_search_box(w: Widget, screen: Screen | None = None) -> bool:
+    """Whether ``w`` is a search box: ``type=search``, ARIA ``searchbox`` (or a ``combobox`` with no list of its own
+    to choose from), a name or label that says search / query / ``q``, or the only text field of a form sent with GET
+    (a form that reads, one word in, a list out). Never a field with options to choose from."""
+    e = w.element
+    if not e.editable or w.options or w.suggestions or w.tag == "textarea" or w.input_type not in TEXTLIKE:
+        return False
+    if w.input_type == "search" or e.role in SEARCH_ROLES or e.role == "combobox":
+        return True
+    if _hinted(w) == "search":
+        return True
+    if placeholder_value(w, 0):
+        return False  # its placeholder shows a format (a date, an amount): a filter's field, not a query
+    if w.form_action and (w.form_method or "get").lower() == "get" and screen is not None:
+        fields = [o for o in _form_fields(w, screen) if o.input_type in TEXTLIKE and o.tag != "textarea"]
+        return len(fields) == 1 and not _hinted(w)
+    return False
+
+
+def _free_text(w: Widget, screen: Screen | None) -> bool:
+    """Whether note-like text (a title, a sentence) belongs in ``w``: a textarea or rich-text editor, a field named
+    or labelled like free text, or a plain field of a form that writes (POST: a create or edit form, where an empty
+    field keeps the form from being sent). Not a field of a filter bar or of a GET form."""
+    e = w.element
+    if w.tag == "textarea" or (e.editable and w.tag not in ("input", "textarea", "")):
+        return True  # a contenteditable editor
+    hay = " ".join((w.input_name, e.resource_id, e.text, w.placeholder)).lower()
+    if any(re.search(r"(?<![a-z])" + re.escape(h), hay) for h in FREE_HINTS):
+        return True
+    return bool(w.form_action) and (w.form_method or "get").lower() == "post"
+
+
+_FORMATS = ((re.compile(r"\bdd[./-]mm[./-](yyyy|yy)\b", re.I), "%d{0}%m{0}%Y"),
+            (re.compile(r"\bmm[./-]dd[./-](yyyy|yy)\b", re.I), "%m{0}%d{0}%Y"),
+            (re.compile(r"\byyyy[./-]mm[./-]dd\b", re.I), "%Y{0}%m{0}%d"),
+            (re.compile(r"\byyyy[./-]mm\b", re.I), "%Y{0}%m"))
+_SEP = re.compile(r"[./-]")
+
+
+def placeholder_value(w: Widget, seed: int) -> str:
+    """A value written the way the field's placeholder shows its format ("YYYY-MM-DD", "dd.mm.yyyy", "HH:MM", an
+    example number such as "0.00"), or "" when the placeholder shows none."""
+    ph = w.placeholder.strip()
+    if not ph:
+        return ""
+    day = BASE_DAY + timedelta(days=seed % 60)
+    for rx, fmt in _FORMATS:
+        m = rx.search(ph)
+        if m:
+            sep = _SEP.search(m.group(0))
+            return day.strftime(fmt.format(sep.group(0) if sep else "-"))
+    if re.fullmatch(r"(?i)hh:mm(:ss)?", ph):
+        return f"{9 + seed % 8:02d}:30" + (":00" if ph.count(":") == 2 else "")
+    if re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", ph):
+        return day.isoformat()
+    if re.fullmatch(r"-?[0-9]+([.,][0-9]+)?", ph):
+        decimals = len(re.split(r"[.,]", ph)[1]) if re.search(r"[.,]", ph) else 0
+        n = Decimal(12 + seed % 80) + (Decimal((seed // 3) % 4 * 25) / 100 if decimals else 0)
+        return f"{n:.{decimals}f}".replace(".", "," if "," in ph else ".")
+    return ""
+
+
+# --- search queries --------------------------------------------------------------------------------------------
+CHROME_TAGS = re.compile(r"(^|/)(nav|header|footer|aside)\[")
+CHROME_SHARE = 0.9  # a word on this share of the screens seen (with at least CHROME_MIN screens) is the app's chrome
+CHROME_MIN = 4
+LISTED = re.compile(r"/(li|td|tr|dt|dd|article)\[")
+
+
+@dataclass
+class Vocabulary:
+    """Which words are the app's chrome: in its navigation, header or footer, in the document title (the site's
+    name), or on most screens seen so far. Searching for them finds the menu, or every page, not an item."""
+
+    pages: set[str] = field(default_factory=set)  # screens seen (their location without query or anchor)
+    on_pages: dict[str, set[str]] = field(default_factory=dict)  # word -> screens it was on
+    marked: set[str] = field(default_factory=set)  # words seen in the chrome regions or the title
+
+    def see(self, screen: Screen) -> None:
+        page = screen.location.split("#", 1)[0].split("?", 1)[0]
+        if page in self.pages:
+            return
+        self.pages.add(page)
+        self.marked |= {t.lower() for t in _TERM.findall(screen.title)}
+        for w in screen.widgets:
+            if not w.label or w.element.editable:
+                continue
+            words = {t.lower() for t in _TERM.findall(w.label)}
+            if CHROME_TAGS.search(w.element.path) or w.element.role in ("navigation", "banner", "contentinfo"):
+                self.marked |= words
+            for t in words:
+                self.on_pages.setdefault(t, set()).add(page)
+
+    def chrome(self, word: str) -> bool:
+        if word in self.marked:
+            return True
+        n = len(self.pages)
+        return n >= CHROME_MIN and len(self.on_pages.get(word, ())) >= CHROME_SHARE * n
+
+
+def queries(screen: Screen, box: Widget, vocab: Vocabulary | None = None) -> list[str]:
+    """Queries for the search box ``box`` taken from the items ``screen`` lists, best first: words of link texts,
+    list rows, table cells and headings (one per item, items of a list or table first, then words shown on more
+    items), never the app's chrome (``Vocabulary``), the box's own label or ``NOT_TERMS``. A word a person would
+    type, that the app's own data contains: it reaches the result list, not the "no results" screen. Words of the
+    rows of a list or table come first, then those of links and headings; other prose ("Nothing found") is none."""
+    own = {t.lower() for t in _TERM.findall(" ".join((box.label, box.placeholder)))}
+    counts: Counter[str] = Counter()
+    listed: set[str] = set()
+    shown: dict[str, str] = {}
+    order: dict[str, int] = {}
+    for w in screen.widgets:
+        e = w.element
+        if w is box or e.editable or not e.visible or not w.label:
+            continue
+        if CHROME_TAGS.search(e.path):
+            continue
+        in_list = bool(LISTED.search("/" + e.path)) or e.role in ("cell", "gridcell", "row", "listitem")
+        if not (in_list or w.href or e.role == "heading"):
+            continue
+        for tok in dict.fromkeys(_TERM.findall(w.label)):  # in reading order: the same screen, the same queries
+            low = tok.lower()
+            if low in NOT_TERMS or low in own or (vocab is not None and vocab.chrome(low)):
+                continue
+            counts[low] += 1
+            shown.setdefault(low, tok)
+            order.setdefault(low, len(order))
+            if in_list:
+                listed.add(low)
+    ranked = sorted(counts, key=lambda t: (t not in listed, -counts[t], order[t]))
+    return [shown[t] if shown[t].isupper() or not shown[t][1:].islower() else t for t in ranked]
+
+
+def _ident(w: Widget) -> str:
+    e = w.element
+    return f"{w.input_name}|{e.resource_id}|{e.text}"
+
+
 @dataclass
 class FormFiller:
     """``overrides`` maps a field's name, resource id, label, autocomplete token or input type to its value."""
 
     overrides: Mapping[str, str] = field(default_factory=dict)
-    # search box identity -> the term chosen the first time it was seen: the box keeps one value (one candidate key)
-    # in every state that shows it, whatever else those screens list
+    # search box identity -> the query it offers now: the box keeps one value (one candidate key) in every state that
+    # shows it until that query was typed (``typed``); then the next screen it is on gives the next one
     _terms: dict[str, str] = field(default_factory=dict, repr=False)
+    vocab: Vocabulary = field(default_factory=Vocabulary, repr=False)
+    used: dict[str, list[str]] = field(default_factory=dict, repr=False)  # search box -> queries typed, in order
+    unsubmitted: dict[str, str] = field(default_factory=dict, repr=False)  # search box -> query typed, not submitted
+    rejected: dict[str, set[str]] = field(default_factory=dict, repr=False)  # field -> values that hit an error page
+    _unproven: list[tuple[str, str]] = field(default_factory=list, repr=False)  # typed since the last good page
 
     def value_for(self, w: Widget, screen: Screen | None = None) -> str:
-        """The value to type or choose; ``screen``, the screen the field is on, gives search boxes their term."""
+        """The value to type or choose, "" to leave the field alone; ``screen``, the screen the field is on, gives
+        search boxes their query and tells a search form from a filter bar."""
         e = w.element
         for key in (w.input_name, e.resource_id, e.text, w.autocomplete, w.input_type):
             if key and key in self.overrides:
                 return self.overrides[key]
-        ident = f"{w.input_name}|{e.resource_id}|{e.text}"
+        ident = _ident(w)
         seed = int(hashlib.sha256(ident.encode()).hexdigest()[:8], 16)
+        bad = self.rejected.get(ident, set())
         if w.options:
-            return choose_option(w, seed)
+            value = choose_option(w, seed)
+            shown = dict(zip(w.options, w.option_labels or w.options, strict=False)).get(value, value).strip()
+            return "" if value in bad or shown in bad else value  # a choice is logged by its label
+        if w.suggestions:
+            fresh = [v for v in w.suggestions if v.strip() and v not in bad and v != w.value]
+            return fresh[seed % len(fresh)] if fresh else ""
+        if screen is not None and is_search_box(w, screen):
+            return self._query(w, screen, ident, seed)
         kind = field_kind(w)
-        if kind == "search" and screen is not None:
-            if ident not in self._terms:
-                self._terms[ident] = constrain(w, search_term(screen, w) or _value(kind, seed))
+        if kind in FREE_KINDS and not _free_text(w, screen):
+            # A plain field that is not free text and whose kind the filler cannot tell (an account, a time range,
+            # a filter expression): a value only where the field itself shows what it takes, else left alone.
+            value = placeholder_value(w, seed) or (constrain(w, _value(kind, seed)) if w.pattern else "")
+        elif kind in ("date", "time", "datetime", "month") and w.input_type not in TYPE_KINDS:
+            value = placeholder_value(w, seed) or constrain(w, _value(kind, seed))  # a text field that wants a date
+        else:
+            value = constrain(w, _value(kind, seed))
+        return "" if value in bad else value
+
+    def _query(self, w: Widget, screen: Screen, ident: str, seed: int) -> str:
+        if ident in self._terms:
             return self._terms[ident]
-        return constrain(w, _value(kind, seed))
+        used = self.used.get(ident, [])
+        if len(used) >= MAX_QUERIES:
+            return ""  # this box was searched enough: it is left alone
+        done = {u.lower() for u in used} | {b.lower() for b in self.rejected.get(ident, set())}
+        pick = next((q for q in queries(screen, w, self.vocab) if q.lower() not in done), "")
+        if not pick and not used:
+            pick = _value("search", seed)  # a page without words: one query from the pool
+        value = constrain(w, pick) if pick else ""
+        if value:  # kept until typed (one candidate key); a screen without words gives none and decides nothing
+            self._terms[ident] = value
+        return value
+
+    # --- what the crawler tells the filler --------------------------------------------------------------------
+    def see(self, screen: Screen) -> None:
+        """A screen was read: learn which of its words are chrome."""
+        self.vocab.see(screen)
+
+    def typed(self, w: Widget, value: str, screen: Screen | None = None) -> None:
+        """``value`` was typed into (or chosen in) ``w``: a search box's query is spent (its next screen gives the
+        next one) and waits for its submit; every value waits for a page that proves it acceptable."""
+        ident = _ident(w)
+        if ident in self._terms or (screen is not None and is_search_box(w, screen)):
+            self._terms.pop(ident, None)
+            self.used.setdefault(ident, []).append(value)
+            self.unsubmitted[ident] = value
+        self._unproven.append((ident, value))
+
+    def awaits_submit(self, w: Widget) -> bool:
+        """Whether ``w`` is a search box holding the query the crawl typed into it and has not submitted yet."""
+        q = self.unsubmitted.get(_ident(w))
+        return bool(q) and w.value.strip() == (q or "").strip()
+
+    def submitted(self, w: Widget | None = None) -> None:
+        """A query was submitted (Enter in ``w``), or the page changed (``w`` None): nothing waits any more."""
+        if w is None:
+            self.unsubmitted.clear()
+        else:
+            self.unsubmitted.pop(_ident(w), None)
+
+    def page_shown(self, error: bool) -> None:
+        """The screen an action led to is the app's error page (``error``): the values typed since the last good
+        page are rejected for their fields; else, on a new page, they are proven acceptable."""
+        if error:
+            for ident, value in self._unproven:
+                self.rejected.setdefault(ident, set()).add(value)
+                if self._terms.get(ident) == value:
+                    del self._terms[ident]
+        self._unproven.clear()
+
+    def restarted(self) -> None:
+        """The app was restarted: what was typed is gone with the page it was typed into."""
+        self._unproven.clear()
+        self.unsubmitted.clear()

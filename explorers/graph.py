@@ -42,6 +42,7 @@ class StateInfo:
     targets: dict[str, str] = field(default_factory=dict)  # action key -> element identity
     actions: dict[str, Action] = field(default_factory=dict)
     hints: dict[str, dict[str, str]] = field(default_factory=dict)  # action key -> label / href / form it names
+    error_page: str = ""  # why the state is the app's error page (``explorers.error_pages``), "" when it is not
 
 
 @dataclass

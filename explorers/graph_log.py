@@ -47,6 +47,7 @@ def remember(graph: Graph, logged: LoggedObservation, step: int) -> None:
         info.structural_hash, info.exact_hash = logged.structural_hash, logged.exact_hash
         info.first_step = step
         info.heading = screen_heading(logged.elements)
+        info.error_page = logged.error_page
     for o in logged.offers:
         graph.offer(logged.state, o.key, o.group, o.target, o.action, dict(o.hints) or None)
 

@@ -62,11 +62,12 @@ the safety guard allowed, and returns a reason with every decision for the audit
 from __future__ import annotations
 
 import random
+import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
 from explorers.candidates import PRIORITY, Candidate
 from explorers.graph import Graph
@@ -81,7 +82,8 @@ NOVELTY_PRIORS = {
     "link-new-url": 0.9, "relabelled": 0.8, "element-new": 0.6, "scroll": 0.4, "submit-again": 0.4, "other": 0.3,
     "type": 0.25, "link-known-url": 0.25, "element-seen": 0.2, "back": 0.1, "repeat-known": 0.1,
     "radio-revert": 0.1, "link-self": 0.05, "dead-label": 0.03, "submit-blocked": 0.05, "link-external": 0.02,
-    "family-seen": 0.1, "no-effect": 0.05, "back-exit": 0.01,
+    "family-seen": 0.1, "no-effect": 0.05, "back-exit": 0.01, "scroll-dry": 0.01,
+    "menu-seen": 0.02,
 }
 PRIOR_WEIGHT = 3.0
 # A class with a low prior would never be tried, so the crawl would never learn that this app differs (TiddlyWiki's
@@ -95,7 +97,7 @@ PRIOR_WEIGHT = 3.0
 PROBE_TRIES = 2
 PROBE_FLOOR = 0.25
 UNPROBED = frozenset({"back", "back-exit", "link-external", "radio-revert", "submit-blocked", "dead-label",
-                      "no-effect", "repeat-known"})
+                      "no-effect", "repeat-known", "scroll-dry", "menu-seen"})
 # Below this chance an untried action is only taken when no state within reach offers a better one: the
 # actions of the current state come first (leaving means coming back later), unless they are all unpromising.
 MIN_NOVELTY = 0.2
@@ -147,6 +149,12 @@ ELEMENT_WEIGHT = 2.0
 # screen without running new code is worth.
 CODE_NEW_MIN = 500
 STATE_ONLY_CREDIT = 0.2
+# Content, not states: scrolling a screen family is over once SCROLL_DRY_LIMIT scrolls in a row showed no element it
+# had not shown before (the first dry one may be a slow page: one more try), and a family of links that all lead to
+# one route with another query value or to the same page in another language (a sort or language menu) is explored
+# after VARIANT_LIMIT of its entries.
+SCROLL_DRY_LIMIT = 2
+VARIANT_LIMIT = 2
 
 
 @dataclass
@@ -221,6 +229,43 @@ def route_of(url: str) -> str:
         "#/" + "/".join("<n>" if seg.isdigit() else seg for seg in route.split("/")) if route else "")
 
 
+def signatures(graph: Graph, state: str) -> set[str]:
+    """What a state shows, as element signatures: each offered action's element, and for the rows of a list (menu
+    entries, pager links) their family once: another row of a list already seen is not new content. Actions of no
+    element (scrolling, back) say nothing about what is on screen: a "scroll up" offered after scrolling down is
+    not something new."""
+    info = graph.states.get(graph.canonical(state))
+    if info is None:
+        return set()
+    return {group if group != key else target for key, group in info.offered.items()
+            if (target := info.targets.get(key, ""))}
+
+
+_LANG_SEGMENT = re.compile(r"^[a-z]{2}(?:[-_][a-zA-Z]{2,4})?$")
+
+
+def variant_key(href: str) -> str:
+    """``href`` without its query and language path segment (``/de/``, ``/pt-BR/``): the entries of a sort or
+    language menu all have one (a fragment stays: ``#Alpha`` and ``#Beta`` may open two tiddlers)."""
+    parts = urlsplit(href)
+    path = "/".join(seg for seg in parts.path.split("/") if not _LANG_SEGMENT.match(seg))
+    return f"{parts.scheme}://{parts.netloc}/{path.strip('/')}#{parts.fragment}"
+
+
+def is_variant_family(hrefs: set[str]) -> bool:
+    """Whether a family of links is a sort or language menu: two or more addresses that differ only in their language
+    segment or in query values that are words (``?sort=date``, ``?lang=de``): the same screen in another order or
+    language. Numbers name other records or pages (``?id=7``, ``?page=3``): rows and pagers stay ordinary families."""
+    if len(hrefs) < 2 or len({variant_key(h) for h in hrefs}) != 1:
+        return False
+    values: dict[str, set[str]] = {}
+    for h in hrefs:
+        for k, v in parse_qsl(urlsplit(h).query, keep_blank_values=True):
+            values.setdefault(k, set()).add(v)
+    varying = [v for vs in values.values() if len(vs) > 1 for v in vs]
+    return not any(v.isdigit() for v in varying)
+
+
 def _is_radio(c: Candidate) -> bool:
     return c.widget is not None and c.widget.element.role == "radio"
 
@@ -262,6 +307,9 @@ class ActionStats:
     element_gain: dict[tuple[str, str], tuple[int, float]] = field(default_factory=dict)  # identity -> (untried, gain)
     radios: set[tuple[str, str]] = field(default_factory=set)  # radio options ever offered
     radio_defaults: set[tuple[str, str]] = field(default_factory=set)  # options a form came with
+    content: dict[str, set[str]] = field(default_factory=dict)  # screen family -> element signatures it has shown
+    scroll_dry: dict[str, int] = field(default_factory=dict)  # screen family -> scrolls in a row that showed nothing
+    family_hrefs: dict[str, set[str]] = field(default_factory=dict)  # link family -> the addresses its entries name
 
 
 @dataclass
@@ -310,6 +358,7 @@ class GreedyPolicy(Policy):
     _code_new: int | None = None  # new code characters the last action ran (``code_reached``); None: not measured
     _code_guided: bool = False  # the crawl measures the app's code: discoveries are judged by it
     _futile: int = 0  # restarts in a row that found no known route to any untried action
+    _typed_target: str = ""  # the element the last action typed into (its Enter is pressed next: ``_query_submit``)
 
     # --- what a resumed crawl keeps ------------------------------------------------------------------
     def snapshot(self) -> dict[str, Any]:
@@ -339,6 +388,9 @@ class GreedyPolicy(Policy):
             "back_exits": {k: list(v) for k, v in self.learned.back_exits.items()},
             "element_gain": [[*k, *v] for k, v in self.learned.element_gain.items()],
             "approach": dict(self.ways.approach), "given_up": sorted(self.ways.given_up),
+            "content": {k: sorted(v) for k, v in self.learned.content.items()},
+            "scroll_dry": dict(self.learned.scroll_dry),
+            "family_hrefs": {k: sorted(v) for k, v in self.learned.family_hrefs.items()},
         }
 
     def restore(self, data: dict[str, Any]) -> None:
@@ -369,6 +421,9 @@ class GreedyPolicy(Policy):
         self.learned.element_gain = {(t, lb): (int(n), float(g)) for t, lb, n, g in data.get("element_gain", [])}
         self.ways.approach = Counter(data.get("approach", {}))
         self.ways.given_up = set(data.get("given_up", []))
+        self.learned.content = {k: set(v) for k, v in data.get("content", {}).items()}
+        self.learned.scroll_dry = {k: int(v) for k, v in data.get("scroll_dry", {}).items()}
+        self.learned.family_hrefs = {k: set(v) for k, v in data.get("family_hrefs", {}).items()}
 
     # --- learning ----------------------------------------------------------------------------------
     def code_reached(self, chars: int) -> None:
@@ -403,6 +458,8 @@ class GreedyPolicy(Policy):
     def _observe(self, graph: Graph, state: str) -> None:
         new = state not in self._visited
         gain = self._gain(new)
+        if not self._found_content(graph, state):
+            gain = 0.0
         moved = self._last_hop is not None and graph.canonical(self._last_hop[0]) != state
         self._credit(gain, moved, state)
         self._at_landing = False
@@ -455,6 +512,28 @@ class GreedyPolicy(Policy):
             del recent_code[:-FAMILY_CODE_WINDOW]
         self._last_class = self._last_target = None
         self._last_group = ""
+
+    def _found_content(self, graph: Graph, state: str) -> bool:
+        """Whether the action just taken found something, judged by content, not by the state id: an error page is a
+        dead end, and a type or scroll that stayed on its screen family and brought up no element signature the family
+        had not shown (typed text only changed an input's value; a scroll only moved the page; a sort or language
+        menu's entry showed the same screen another way) found nothing, however the state abstraction split it. Also
+        counts scrolls in a row that found nothing (``scroll_dry``)."""
+        info = graph.states.get(state)
+        if info is not None and info.error_page:
+            return False
+        cls, source = self._last_class, self._last_context
+        menu = bool(self._last_group) and is_variant_family(self.learned.family_hrefs.get(self._last_group, set()))
+        if (cls not in ("type", "type-required", "scroll") and not menu) or source is None:
+            return True
+        family = self._family(graph, state)
+        fresh = family != source or bool(signatures(graph, state) - self.learned.content.get(family, set()))
+        if cls == "scroll":
+            self.learned.scroll_dry[source] = 0 if fresh else self.learned.scroll_dry.get(source, 0) + 1
+        return fresh
+
+    def _note_content(self, graph: Graph, state: str) -> None:
+        self.learned.content.setdefault(self._family(graph, state), set()).update(signatures(graph, state))
 
     def left_app(self) -> None:
         """The action just taken left the app (a link out, or back past the session's first page: TiddlyWiki's and
@@ -528,6 +607,8 @@ class GreedyPolicy(Policy):
             else:
                 hint = "element"
             label = normalize_text(w.label) if w else ""
+            if hint == "link" and w is not None and c.group != c.key:
+                self.learned.family_hrefs.setdefault(c.group, set()).add(w.href)
             seen = _Seen(hint, w.href if w else "", c.target_key or c.key, label, c.group if c.group != c.key else "",
                          w.element.path if w else "")
             if w is not None and w.element.role == "radio" and seen.identity not in self.learned.radios:
@@ -551,6 +632,9 @@ class GreedyPolicy(Policy):
             return "type"  # this field was filled (and its form submitted) elsewhere already
         if seen.identity in self.learned.radio_defaults:
             return "radio-revert"  # re-choosing the option the form came with undoes the choice just made
+        if seen.group and not tried and self.learned.family_tries[seen.group] >= VARIANT_LIMIT \
+                and is_variant_family(self.learned.family_hrefs.get(seen.group, set())):
+            return "menu-seen"  # a sort or language menu whose entries show the same screen another way
         if seen.group and not tried and self.learned.family_tries[seen.group] >= FAMILY_LIMIT \
                 and not (self._code_guided and any(self.learned.family_code.get(seen.group, []))):
             # A few rows of this list (entries of this menu) were tried already, elsewhere. On a coverage-guided
@@ -593,6 +677,8 @@ class GreedyPolicy(Policy):
             return "element-seen" if tried else "link-known-url"
         if seen.cls_hint == "element":
             return "element-seen" if tried else "element-new"
+        if seen.cls_hint == "scroll" and self.learned.scroll_dry.get(self._family(graph, state), 0) >= SCROLL_DRY_LIMIT:
+            return "scroll-dry"  # scrolling this kind of screen stopped showing anything new
         if seen.cls_hint == "back" and self._at_landing and state == graph.canonical(self._entry or ""):
             return "back-exit"  # a restart opened a fresh session here: going back leaves the app
         if seen.cls_hint == "back":
@@ -705,8 +791,12 @@ class GreedyPolicy(Policy):
 
     def choose(self, graph: Graph, state: str, cands: list[Candidate]) -> Decision:
         state = graph.canonical(state)
+        enter = self._query_submit(cands)
+        if enter is not None and self._last_class == "type":
+            self._last_class = "type-required"  # typing a query is judged by its submit (booked as "type" below)
         self._observe(graph, state)
         self._remember(state, cands)
+        self._note_content(graph, state)
         self._known = {r for s in graph.states.values() if s.location
                        for r in (route_of(s.location), normalize_location(s.location.split("#", 1)[0]))}
         if self.ways.opening is not None:
@@ -732,6 +822,13 @@ class GreedyPolicy(Policy):
         for key in graph.fresh_keys(state):
             if key not in by_key:
                 self.ways.absent[(state, key)] += 1
+        if enter is not None:
+            self._walking = 0
+            self.ways.approach.pop(state, None)
+            self._futile = 0
+            self._pick(graph, state, [enter], enter.key, 0.0)
+            self._last_class = "type"
+            return Decision("act", "submit the query just typed (Enter in the search box)", enter)
         # The best action here; if it is unpromising, the best elsewhere per step spent reaching it (walking, or
         # restarting from the entry and walking from there).
         here = self._best_in(graph, state, set(by_key))
@@ -827,8 +924,9 @@ class GreedyPolicy(Policy):
         from_entry = self._bfs(graph, graph.canonical(self._entry)) if self._entry is not None else {}
         opened = self._bfs_from(graph, self._open_sources(graph, state))
         for s in set(walks) | set(from_entry) | set(opened):
-            if s == state or s in self.ways.given_up or not graph.has_unexplored(s):
-                continue
+            if s == state or s in self.ways.given_up or not graph.has_unexplored(s) \
+                    or ((info := graph.states.get(s)) is not None and info.error_page):
+                continue  # (an error page's untried actions are the app's chrome, offered on every other screen)
             got = self._best_in(graph, s)
             if got is None:
                 continue
@@ -859,6 +957,7 @@ class GreedyPolicy(Policy):
             return tries > 0, PRIORITY.get(c.type, 5), tries
 
         best = min(tied, key=rank) if tied else next(c for c in cands if c.key == key)
+        self._typed_target = (best.target_key or best.key) if best.type is ActionType.TYPE else ""
         self._last_class = self._class(graph, state, best.key)
         self._last_context = self._family(graph, state)
         self._last_regions = self._regions_of(graph, state, best.key)
@@ -867,6 +966,14 @@ class GreedyPolicy(Policy):
         self._radio_chosen = _is_radio(best)
         self._last_hop = (state, best.key)
         return best
+
+    def _query_submit(self, cands: list[Candidate]) -> Candidate | None:
+        """The Enter that submits the query the last action typed into a search box, when this screen offers it
+        (``candidates`` offers one only while a typed query waits): typing and submitting are one move."""
+        target, self._typed_target = self._typed_target, ""
+        if not target:
+            return None
+        return next((c for c in cands if c.type is ActionType.KEY and (c.target_key or c.key) == target), None)
 
     def _destination(self, src: str, key: str, tos: Counter[str]) -> str:
         """Where taking ``key`` in ``src`` is expected to lead: where it led last time, else most often."""

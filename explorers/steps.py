@@ -57,6 +57,7 @@ class LoggedObservation:
     offers: tuple[Offer, ...] = ()
     title: str = ""
     scripted: bool = False  # seen while a login/setup script ran (a restart lands here, not a goal)
+    error_page: str = ""  # why the screen is the app's error page (``explorers.error_pages``), "" when it is not
 
     @property
     def observation_id(self) -> str:
@@ -86,14 +87,18 @@ class LoggedObservation:
         return Observation.model_validate(self.observation)
 
     def to_json(self) -> JSON:
-        return {"observation": self.observation, "state": self.state, "features": dataclasses.asdict(self.features),
-                "offers": [o.to_json() for o in self.offers], "title": self.title, "scripted": self.scripted}
+        d: JSON = {"observation": self.observation, "state": self.state,
+                   "features": dataclasses.asdict(self.features),
+                   "offers": [o.to_json() for o in self.offers], "title": self.title, "scripted": self.scripted}
+        if self.error_page:  # written only when set: a log of a crawl that met no error page is as before
+            d["error_page"] = self.error_page
+        return d
 
     @classmethod
     def from_json(cls, d: JSON) -> LoggedObservation:
         return cls(d["state"], d["observation"], Features(**d["features"]),
                    tuple(Offer.from_json(o) for o in d.get("offers", [])), d.get("title", ""),
-                   bool(d.get("scripted")))
+                   bool(d.get("scripted")), str(d.get("error_page") or ""))
 
 
 @dataclass(frozen=True)

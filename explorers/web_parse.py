@@ -99,6 +99,7 @@ def parse_web_elements(result: dict[str, Any], width: int, height: int) -> list[
                 min_length=_i(raw.get("minlength")),
                 max_length=_i(raw.get("maxlength")),
                 placeholder=_s(raw.get("placeholder")),
+                suggestions=[_s(v) for v in raw.get("suggest") or [] if _s(v)],
             )
         )
     return widgets

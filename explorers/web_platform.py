@@ -124,6 +124,7 @@ class WebAdapter:
             extract_errors=[str(e) for e in result.get("errors") or []],
             background=bool(result.get("hidden")),
             back_target=self.back_target(driver),
+            http_status=int(st) if isinstance(st := result.get("status"), (int, float)) else 0,
         )
 
     def back_target(self, driver: Driver) -> str | None:

@@ -277,6 +277,15 @@ function nameOf(el, tag) {
   if (tag === 'IMG') return clean(P(el, 'alt'));
   return clean(innerText(el) || attr(el, 'title') || attr(el, 'placeholder') || '');
 }
+// The HTTP status the document was served with (Chromium's PerformanceNavigationTiming.responseStatus; 0 where the
+// browser does not say): an error page is recognised by its status, whatever words the app puts on it.
+function navStatus() {
+  try {
+    const nav = performance.getEntriesByType('navigation')[0];
+    const st = nav ? nav.responseStatus : 0;
+    return typeof st === 'number' ? st : 0;
+  } catch (e) { return 0; }
+}
 function pathOf(el) {
   const parts = [];
   const root = P(doc, 'documentElement');
@@ -353,6 +362,8 @@ function add(el, interactive, region) {
     options: tag === 'SELECT' ? Array.from(P(el, 'options')).map(function (o) {
       return [str(P(o, 'value')), clean(P(o, 'text'), 60), !!P(o, 'disabled')]; }).slice(0, 30) : [],
     dialog: !!M(el, 'closest', '[role=dialog],dialog'),
+    suggest: tag === 'INPUT' && P(el, 'list') ? Array.from(P(P(el, 'list'), 'options')).map(function (o) {
+      return str(P(o, 'value')); }).slice(0, 30) : [],
   });
   pushed.add(el);
 }
@@ -375,7 +386,8 @@ for (let i = 0; i < regions.length; i++) {
 const se = P(doc, 'scrollingElement') || P(doc, 'documentElement');
 return {url: location.href, title: str(P(doc, 'title')), w: w, h: h, dpr: window.devicePixelRatio || 1,
   scrollY: P(se, 'scrollTop'), scrollH: P(se, 'scrollHeight'), token: window.__tfToken,
-  ready: P(doc, 'readyState'), hidden: !!P(doc, 'hidden'), elements: out, errors: errors.slice(0, 5)};
+  ready: P(doc, 'readyState'), hidden: !!P(doc, 'hidden'), elements: out, errors: errors.slice(0, 5),
+  status: navStatus()};
 }
 """
 

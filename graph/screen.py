@@ -36,6 +36,7 @@ class Widget:
     min_length: int = -1
     max_length: int = -1
     placeholder: str = ""
+    suggestions: list[str] = field(default_factory=list)  # the values its ``<datalist>`` (``list=``) offers
 
     @property
     def label(self) -> str:
@@ -65,6 +66,7 @@ class Screen:
     # Web: the address "back" would return to ("" when the tab has no earlier entry); None where the session cannot
     # tell (no DevTools, Android). Back past a fresh tab's first page shows the browser's own new-tab page.
     back_target: str | None = None
+    http_status: int = 0  # web: the HTTP status the document was served with (0: unknown, or not a web page)
 
     @property
     def elements(self) -> list[Element]:
