@@ -603,19 +603,20 @@ class Planner:
         plans: list[GoalPlan] = []
         for state in nav.order[1:]:
             last, a = nav.pred[state]
+            prev = nav.came_from(state) or last.from_state
             self._screen_plan(state, last, a, nav.path_to(state) or [], families, plans)
             # A state can merge pages that differ only in content (a wiki's tiddlers, an app's item pages): the
             # other items tapped from the same screen into it are goals of their own, on the same route but for
             # the last tap. The BFS keeps one edge per state (the first the crawler made), which alone would plan
             # one item of the merged state.
-            for other in self.graph.out.get(last.from_state, []):
+            for other in nav.ways_out(prev):
                 if other.to_state != state or other.id == last.id or not nav.is_navigation(other):
                     continue
                 if target_label(g, other) == target_label(g, last):
                     continue
-                oa = nav.anchored(other)
+                oa = nav.anchor_on(other, prev)
                 if oa is not None:
-                    hops = (nav.path_to(last.from_state) or []) + [(other, oa)]
+                    hops = (nav.path_to(prev) or []) + [(other, oa)]
                     self._screen_plan(state, other, oa, hops, families, plans)
         return plans
 
