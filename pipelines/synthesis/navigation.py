@@ -223,7 +223,8 @@ def _typed_value(t: Transition) -> str:
 
 def _reached_by_typing(graph: AppGraph, values: set[str]) -> dict[str, frozenset[str]]:
     """For each typed value, the captures the crawl's history ties to its typing: those whose URL carries it,
-    those of the unbroken visit to the page it was typed on, and every capture after a submit that sent it."""
+    those of the unbroken visit to the page it was typed on, and every capture after a submit that sent it to be
+    kept (not a query: a submit whose next URL carries the value, or typing into a search box)."""
     if not values:
         return {}
     chain = timeline(graph)
@@ -255,8 +256,12 @@ def _reached_by_typing(graph: AppGraph, values: set[str]) -> dict[str, frozenset
         if c.error or not c.effective or not is_commit(graph, c):
             continue
         session = form_session(graph, c, chain)
+        after = graph.observations.get(c.to_observation_id)
+        query = unquote_plus(after.location).casefold() if after is not None else ""
         for f in session[1] if session is not None else []:
             v = _typed_value(f)
+            if v.casefold() in query or target_role(graph, f) == "searchbox":
+                continue  # a query: it lives in the URL and the results, the app keeps nothing of it
             if v in out and (v not in sent or c.timestamp < sent[v]):
                 sent[v] = c.timestamp
     if sent:

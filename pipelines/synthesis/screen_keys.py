@@ -16,6 +16,7 @@ headings skipped, taken as written): on a one-page app every screen's first head
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import cast
 
 from graph.abstraction import Features
@@ -57,3 +58,14 @@ def screen_groups(graph: AppGraph) -> dict[str, str]:
             groups.setdefault(s, s)
     graph.derived["screen_groups"] = groups
     return groups
+
+
+def planner_reach(graph: AppGraph, goal_states: Iterable[str]) -> tuple[int, int]:
+    """(screens with a plan, distinct screens) of ``graph``: how much of what the crawl saw a task can reach. The
+    entry screen counts as reached (every task starts there); ``goal_states`` are the states plans end on."""
+    groups = screen_groups(graph)
+    screens = {groups[s] for s in graph.state_observations if s in groups}
+    reached = {groups.get(s, s) for s in goal_states} & screens
+    if graph.entry in groups:
+        reached.add(groups[graph.entry])
+    return len(reached), len(screens)
