@@ -32,10 +32,10 @@ from test_synth_routes import _refused, _screens
 
 from graph.reader import AppGraph, build_graph
 from pipelines.synthesis import navigation
-from pipelines.synthesis.goals import Planner
+from pipelines.synthesis.goals import GoalPlan, Planner
 from pipelines.synthesis.navigation import Navigator
 from pipelines.synthesis.screen_keys import planner_reach, screen_groups
-from schemas import Action, BBox, BlobStore, DeviceProfile, Element, Observation, Transition
+from schemas import Action, ActionType, BBox, BlobStore, DeviceProfile, Element, Observation, Platform, Transition
 from schemas.base import stable_id
 from schemas.recordio import write_parquet
 
@@ -73,7 +73,8 @@ class Crawl:
         sha = self.store.put(png) if self.store is not None else hashlib.sha256(png).hexdigest()
         self.obs[name] = Observation(
             id=stable_id("obs", self.app, name), screenshot_sha256=sha, width=W, height=H,
-            device=DeviceProfile(name="phone", width=W, height=H), platform="web", app_id=self.app, app_version="1",
+            device=DeviceProfile(name="phone", width=W, height=H), platform=Platform.WEB, app_id=self.app,
+            app_version="1",
             location=f"http://127.0.0.1:8000{path}", elements=elements, exact_hash=stable_id("exact", name),
             structural_hash=stable_id("struct", state), timestamp=T0 + timedelta(seconds=len(self.obs)))
         self.state_of[name] = state
@@ -85,10 +86,10 @@ class Crawl:
         i = len(self.edges)
         if el is not None:
             x, y = el.bbox.center
-            action = Action(type=kind, x=x, y=y, image_width=W, image_height=H, target_element_id=eid,
+            action = Action(type=ActionType(kind), x=x, y=y, image_width=W, image_height=H, target_element_id=eid,
                             target_bbox=el.bbox, text=text)
         else:
-            action = Action(type=kind, key=key)
+            action = Action(type=ActionType(kind), key=key)
         self.edges.append(Transition(
             id=f"t{i:02d}", run_id="run-1", app_id=self.app, from_state=self.state_of[src],
             to_state=self.state_of[dst], from_observation_id=self.obs[src].id, to_observation_id=self.obs[dst].id,
@@ -98,7 +99,7 @@ class Crawl:
         return build_graph(self.app, list(self.obs.values()), self.edges)
 
 
-def _plans(graph: AppGraph, max_steps: int = 14) -> dict[str, object]:
+def _plans(graph: AppGraph, max_steps: int = 14) -> dict[str, GoalPlan]:
     return {p.facts.target: p for p in Planner(graph, max_steps).plans()}
 
 
@@ -211,6 +212,41 @@ def test_a_route_is_the_screen_graphs_shortest_not_the_crawls_walk(monkeypatch: 
     assert "Users" not in {p.facts.target for p in planner.plans()}
     # The crawl's walk, Reports → Dashboard → Users, was all a state graph knew, and it is a detour.
     assert any("“Users”" in detail for _p, why, detail in planner.refused if why == "detour_plan")
+
+
+def _wiki_chain(edit_tab: bool = False) -> Crawl:
+    """A crawl that walked one chain and never came back: Start → Guide → Timeline → Roadmap, each page showing
+    the navigation bar (Timeline, Roadmap) and an "Edit" tab; the bar's "Roadmap" was tapped once, on Timeline."""
+    c = Crawl("wiki")
+    bar: list[Spec] = [("tl", "link", "Timeline", "nav-timeline"), ("rm", "link", "Roadmap", "nav-roadmap"),
+                       ("edit", "link", "Edit", "tab-edit")]
+    start = c.capture("start", "start", "/wiki/Start", "Welcome", [("guide", "link", "Guide", "body"), *bar])
+    guide = c.capture("guide", "guide", "/wiki/Guide", "The Guide", bar)
+    c.act(start, "guide", guide)
+    timeline_ = c.capture("timeline", "timeline", "/timeline", "Timeline", bar)
+    c.act(guide, "tl", timeline_)
+    roadmap = c.capture("roadmap", "roadmap", "/roadmap", "Roadmap", bar)
+    c.act(timeline_, "rm", roadmap)
+    if edit_tab:  # the Edit tab, tapped once, on the roadmap: it edits the page it is on
+        edit = c.capture("edit-roadmap", "edit-roadmap", "/roadmap/edit", "Editing Roadmap", [])
+        c.act(roadmap, "edit", edit)
+    return c
+
+
+def test_a_navigation_bars_link_is_a_way_out_of_every_screen_that_shows_it() -> None:
+    c = _wiki_chain()
+    g = c.graph()
+    roadmap = _plans(g)["Roadmap"]
+    assert [s.target_label for s in roadmap.steps if s.edge_id] == ["Roadmap"]  # from the start, one tap
+    assert roadmap.steps[0].observation_id == c.obs["start"].id
+    assert Navigator(g).dist["roadmap"] == 1
+
+
+def test_a_tab_that_acts_on_its_own_page_is_never_taken_from_another() -> None:
+    g = _wiki_chain(edit_tab=True).graph()
+    nav = Navigator(g)
+    assert nav.dist.get("edit-roadmap") == 2  # through Roadmap, never "Edit" on the start page
+    assert [e.id for e, _a in nav.path_to("edit-roadmap") or []] == ["t02", "t03"]  # the crawl's own Edit tap
 
 
 # --- look-alikes that lead to one place --------------------------------------------------------------------

@@ -408,8 +408,21 @@ class Navigator:
         walk. A hop that stays on its screen is no step of a route."""
         groups = self.groups
 
+        links = self._links()
+
         def neighbours(u: str) -> Iterator[tuple[tuple[Transition, str], str]]:
-            return (((e, u), e.to_state) for e in self.ways_out(u))
+            tried: set[ElementKey] = set()
+            for e in self.ways_out(u):
+                _, el = target_of(self.graph, e)
+                if el is not None:
+                    tried.add(element_key(el))
+                yield (e, u), e.to_state
+            here = self.clean_capture(u)
+            for el in here.elements if here is not None else []:
+                key = element_key(el)
+                if key in links and key not in tried and el.visible and el.clickable:
+                    tried.add(key)
+                    yield (links[key], u), links[key].to_state
 
         def admit(hop: tuple[Transition, str], to: str) -> tuple[Transition, Anchored] | None:
             e, u = hop
@@ -423,6 +436,40 @@ class Navigator:
         self.order = list(reached)
         self.pred = {state: hop.via for state, hop in reached.items() if hop.via is not None}
         self._reached = reached
+
+    def _links(self) -> dict[ElementKey, Transition]:
+        """Controls that are links to one place wherever they are shown, each with the first edge that took it.
+
+        A navigation bar's "Roadmap" goes to the roadmap from every page, so a route may use it on any screen
+        that shows it, tapped there or not: a crawl that walked one long chain through a wiki (entry, help, prefs,
+        guide, about, timeline, roadmap) otherwise leaves every screen at the end of that chain, a detour away.
+        A control counts when every tap of it (a navigation edge) led to one screen, never to a page named after
+        the one it was on (a wiki's "Edit" tab, "What links here"), and it was tapped on two screens or is
+        chrome — shown at three locations or more. Replay checks every route so built."""
+        g = self.graph
+        dests: dict[ElementKey, set[str]] = {}
+        first: dict[ElementKey, Transition] = {}
+        sources: dict[ElementKey, set[str]] = {}
+        dependent: set[ElementKey] = set()
+        for t in timeline(g):
+            src, el = target_of(g, t)
+            after = g.observations.get(t.to_observation_id)
+            if el is None or after is None or not self.is_navigation(t):
+                continue
+            key = element_key(el)
+            first.setdefault(key, t)
+            dests.setdefault(key, set()).add(self.groups.get(t.to_state, t.to_state))
+            sources.setdefault(key, set()).add(self.groups.get(t.from_state, t.from_state))
+            if _source_dependent(src, after):
+                dependent.add(key)
+        shown_at: dict[ElementKey, set[str]] = {}
+        for obs in g.observations.values():
+            for el in obs.elements:
+                if el.visible and el.clickable:
+                    shown_at.setdefault(element_key(el), set()).add(location_path(obs))
+        return {key: first[key] for key, to in dests.items()
+                if len(to) == 1 and key not in dependent
+                and (len(sources[key]) >= 2 or len(shown_at.get(key, ())) >= 3)}
 
     def ways_out(self, state: str) -> Iterator[Transition]:
         """The edges the crawl took from ``state``'s screen: its own first, then its screen mates' in crawl order."""
@@ -445,6 +492,16 @@ class Navigator:
 
     def same_place(self, a: Observation, b: Observation) -> bool:
         return location_path(a) == location_path(b)
+
+
+def _source_dependent(before: Observation, after: Observation) -> bool:
+    """Whether where a tap went depends on the page it was on: the same page (another query: a tab, a history),
+    a page below it (``/notes/6/edit``), or a page naming it (``Special:WhatLinksHere/Garden``)."""
+    src, dst = location_path(before).rstrip("/"), location_path(after).rstrip("/")
+    if dst == src or dst.startswith(src + "/"):
+        return True
+    name = unquote_plus(src.rsplit("/", 1)[-1]).casefold()
+    return len(name) >= 3 and name in unquote_plus(after.location).casefold()
 
 
 def timeline(graph: AppGraph) -> list[Transition]:
