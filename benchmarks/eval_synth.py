@@ -13,6 +13,8 @@ Prints per app and overall:
     BENCH hindsight_rate=<steps whose reasoning names text only the next screen shows / steps>  (goal 0)
     BENCH terminal_rate=<trajectories ending with done/answer / trajectories>     (goal 1.0)
     BENCH tasks_per_minute=<tasks per minute of offline synthesis, probing and replay excluded>
+    BENCH planner_reach=<distinct screens some task ends on, the entry counted / distinct screens
+                         (``screen_keys.screen_groups``)>                          (goal >= 0.8)
 
 and 10 random tasks with their steps and reasoning, so a reader can judge them.
 
@@ -193,7 +195,22 @@ def run_app(name: str, work: Path, driver_url: str, steps: int,
                                replay=replayer)
         print(f"[{name}] replay: {report.summary.to_json()['apps']} in {time.monotonic() - t0:.0f}s; failures "
               f"{report.summary.replay_failures or {}}", flush=True)
-        return report.trajectories, synth_s, report.summary.to_json()
+        summary = report.summary.to_json()
+        summary["planner_reach"] = reach(work / "graph", report.trajectories)
+        return report.trajectories, synth_s, summary
+
+
+def reach(graph_dir: Path, trajs: list[Any]) -> tuple[int, int]:
+    """(screens some task ends on, distinct screens) over the graphs synthesis read (probes included)."""
+    from graph.reader import load_graphs
+    from pipelines.synthesis.screen_keys import planner_reach
+
+    got = [0, 0]
+    for g in load_graphs(graph_dir).graphs.values():
+        ends = [t.task.goal.state for t in trajs if t.app_id == g.app_id and t.task.goal is not None]
+        n, d = planner_reach(g, ends)
+        got[0], got[1] = got[0] + n, got[1] + d
+    return got[0], got[1]
 
 
 def show(t: Any) -> str:
@@ -225,12 +242,13 @@ def main() -> None:
     everything: list[Any] = []
     synth_seconds = 0.0
     leaks_total = 0
+    reached = screens = 0
     with ExitStack() as stack:
         driver = servers.start_chromedriver(log_dir=work)
         stack.callback(driver.stop)
         for name in names:
             before = None if args.reset_hooks and name in RESET_HOOKS else snapshot_digest(name)
-            trajs, secs, _ = run_app(name, work / name, driver.url, args.steps, args.reset_hooks)
+            trajs, secs, summary = run_app(name, work / name, driver.url, args.steps, args.reset_hooks)
             if before is not None:
                 leaked = snapshot_digest(name).changed(before)
                 leaks_total += len(leaked)
@@ -240,6 +258,9 @@ def main() -> None:
             synth_seconds += secs
             for key, value in metrics(base).items():
                 print(f"BENCH {key}_{name}={value:.3f}")
+            n, d = summary["planner_reach"]
+            reached, screens = reached + n, screens + d
+            print(f"BENCH planner_reach_{name}={n / max(d, 1):.3f}  ({n} of {d} screens)")
     rng = random.Random(0)
     print(f"\n{min(args.examples, len(everything))} random tasks:")
     for t in rng.sample(everything, min(args.examples, len(everything))):
@@ -253,6 +274,7 @@ def main() -> None:
         print(f"BENCH {key}={overall[key]:.3f}")
     print(f"BENCH tasks_per_minute={len(everything) / max(synth_seconds, 1e-9) * 60:.0f}")
     print(f"BENCH sandbox_leaks={leaks_total}")
+    print(f"BENCH planner_reach={reached / max(screens, 1):.3f}")
 
 
 if __name__ == "__main__":

@@ -60,6 +60,7 @@ from pipelines.synthesis.screens import (
     location_path,
     new_headings,
     noun_from_heading,
+    occurrence,
     row_label,
     siblings,
     spoken_label,
@@ -509,43 +510,55 @@ class Planner:
         for i, s, obs, el in self._step_targets(plan):
             key = element_key(el)
             twins = sum(1 for e in obs.elements if e.visible and element_key(e) == key)
-            if twins > 1 and not self._one_destination(key, s):
+            if twins > 1 and not self._one_destination(key, s, twins):
                 return f"step {i + 1}: {twins} controls on screen read “{clip(el.label)}”; nothing says which"
         return ""
 
+    def _screen(self, state: str) -> str:
+        return self.nav.groups.get(state, state)
+
     def _destinations(self) -> dict[ElementKey, tuple[set[str], set[str]]]:
-        """For each control (by identity), the states it was tapped on and every state it led to, over the graph's
-        effective edges: a control that led to one state from several screens is a link to a place; one that led
-        to several acts on the page it is on (a wiki's "Edit" tab edits the page it sits on)."""
+        """For each control (by identity), the screens it was tapped on and every screen it led to, over the
+        graph's effective edges: a control that led to one screen from several screens is a link to a place; one
+        that led to several acts on the page it is on (a wiki's "Edit" tab edits the page it sits on)."""
         if self._destinations_cache is None:
             out: dict[ElementKey, tuple[set[str], set[str]]] = {}
             for t in self.graph.transitions:
-                if not t.effective or t.error or t.from_state == t.to_state:
+                if not t.effective or t.error or self._screen(t.from_state) == self._screen(t.to_state):
                     continue
                 _, el = target_of(self.graph, t)
                 if el is not None:
                     sources, targets = out.setdefault(element_key(el), (set(), set()))
-                    sources.add(t.from_state)
-                    targets.add(t.to_state)
+                    sources.add(self._screen(t.from_state))
+                    targets.add(self._screen(t.to_state))
             self._destinations_cache = out
         return self._destinations_cache
 
-    def _led_from(self, state: str, key: ElementKey) -> set[str]:
-        """Where the control ``key`` led when tapped in ``state`` itself (empty: never tried there)."""
-        out = set()
-        for t in self.graph.out.get(state, []):
-            _, el = target_of(self.graph, t)
-            if el is not None and element_key(el) == key:
-                out.add(t.to_state)
+    def _led_from(self, state: str, key: ElementKey) -> dict[int, set[str]]:
+        """Where the controls ``key`` led when tapped on ``state``'s screen, by occurrence on the screen (empty:
+        never tried there)."""
+        out: dict[int, set[str]] = {}
+        for t in self.nav.ways_out(state):
+            src, el = target_of(self.graph, t)
+            if el is not None and element_key(el) == key and t.effective and not t.error:
+                out.setdefault(occurrence(src, el), set()).add(self._screen(t.to_state))
         return out
 
-    def _one_destination(self, key: ElementKey, step: PlanStep) -> bool:
-        """Whether every control with this identity leads where the step's own edge does: it was tapped on two
-        screens or more and always led there (a navigation link the header and the sidebar both show). One
-        screen's taps prove nothing about its look-alikes (one row's "edit" says nothing of the next row's)."""
+    def _one_destination(self, key: ElementKey, step: PlanStep, twins: int) -> bool:
+        """Whether every control with this identity leads where the step's own edge does, so either may be
+        picked: each of the ``twins`` on this screen was tapped here and led there, or the control was tapped on
+        two screens or more and always led there (a navigation link the header and the sidebar both show). One
+        screen's tap of one twin proves nothing about its look-alikes (one row's "edit" says nothing of the next
+        row's)."""
         edge = self._edge(step.edge_id)
+        if edge is None:
+            return False
+        dest = self._screen(edge.to_state)
+        here = self._led_from(edge.from_state, key)
+        if len(here) >= twins and all(where == {dest} for where in here.values()):
+            return True
         sources, targets = self._destinations().get(key, (set(), set()))
-        return edge is not None and len(sources) >= 2 and targets == {edge.to_state}
+        return len(sources) >= 2 and targets == {dest}
 
     def _edge(self, edge_id: str | None) -> Transition | None:
         if self._edges_by_id is None:
@@ -553,13 +566,14 @@ class Planner:
         return self._edges_by_id.get(edge_id or "")
 
     def _leads_to(self, state: str, key: ElementKey, goal: str) -> bool:
-        """Whether tapping the control ``key`` on ``state`` would reach ``goal``: known when it was tapped there;
-        otherwise judged by where controls of its identity led elsewhere — one place for all (a navigation link)
-        says where this one goes, several places (a tab that acts on its own page) say nothing about this one."""
-        here = self._led_from(state, key)
+        """Whether tapping the control ``key`` on ``state``'s screen would reach ``goal``'s screen: known when it
+        was tapped there; otherwise judged by where controls of its identity led elsewhere — one place for all (a
+        navigation link) says where this one goes, several places (a tab that acts on its own page) say nothing
+        about this one."""
+        here = set().union(*self._led_from(state, key).values())
         if here:
-            return goal in here
-        return self._destinations().get(key, (set(), set()))[1] <= {goal}
+            return self._screen(goal) in here
+        return self._destinations().get(key, (set(), set()))[1] <= {self._screen(goal)}
 
     def detour(self, plan: GoalPlan) -> str:
         """Why the plan wanders, or "": a later step's control was already on screen, visible and enabled,
@@ -603,19 +617,20 @@ class Planner:
         plans: list[GoalPlan] = []
         for state in nav.order[1:]:
             last, a = nav.pred[state]
+            prev = nav.came_from(state) or last.from_state
             self._screen_plan(state, last, a, nav.path_to(state) or [], families, plans)
             # A state can merge pages that differ only in content (a wiki's tiddlers, an app's item pages): the
             # other items tapped from the same screen into it are goals of their own, on the same route but for
             # the last tap. The BFS keeps one edge per state (the first the crawler made), which alone would plan
             # one item of the merged state.
-            for other in self.graph.out.get(last.from_state, []):
+            for other in nav.ways_out(prev):
                 if other.to_state != state or other.id == last.id or not nav.is_navigation(other):
                     continue
                 if target_label(g, other) == target_label(g, last):
                     continue
-                oa = nav.anchored(other)
+                oa = nav.anchor_on(other, prev)
                 if oa is not None:
-                    hops = (nav.path_to(last.from_state) or []) + [(other, oa)]
+                    hops = (nav.path_to(prev) or []) + [(other, oa)]
                     self._screen_plan(state, other, oa, hops, families, plans)
         return plans
 

@@ -22,11 +22,14 @@ replayed (and later performed by an agent) on a fresh app, so everything synthes
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
+from urllib.parse import unquote_plus
 
 from graph.paths import Hop, breadth_first, route_to
 from graph.reader import AppGraph
+from pipelines.synthesis.screen_keys import screen_groups
 from pipelines.synthesis.screens import (
     CHOICE_ROLES,
     LANGUAGE_NAME,
@@ -125,13 +128,28 @@ def _shows(norm: str, value: str) -> bool:
 
 @dataclass
 class Pollution:
-    """Text the crawler typed into the app, which a fresh app does not contain."""
+    """Text the crawler typed into the app, which a fresh app does not contain — tracked per value and per the
+    captures its typing can have reached.
+
+    A capture is polluted by a typed value when it shows the value *and* the crawl's history says it came from
+    that typing (``reached``): the capture's URL carries the value (a search's results, a created item's slug),
+    it is on the page the value was typed on, in the same unbroken visit (live results, a preview), or the value
+    was sent by a submit and the capture came after it (a created note in the list). Even there, an element that
+    showed the value on a capture the typing never reached (``own_keys``: the site title the crawl picked its
+    search term from) is the app's own text. A word shown anywhere is not enough: a wiki whose crawl searched for
+    the wiki's own name lost the clean capture of 65 of 117 screens to its title and footer.
+    """
 
     typed: set[str] = field(default_factory=set)
+    # value -> the captures its typing can have reached; a value missing here reaches every capture
+    reached: dict[str, frozenset[str]] = field(default_factory=dict)
+    # value -> identities of the elements that show it on captures its typing never reached (the app's own)
+    own_keys: dict[str, frozenset[ElementKey]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, graph: AppGraph) -> Pollution:
-        """The values the crawler typed, less those the app showed before the crawler first typed them.
+        """The values the crawler typed, less those the app showed before the crawler first typed them, each
+        with the captures its typing reached.
 
         Only typed text: choosing a <select> option (named by its label, "Alice") adds nothing to the app. And a
         value the app already showed is the app's own text, which a fresh app shows too: the crawler types into a
@@ -141,8 +159,8 @@ class Pollution:
         """
         first: dict[str, tuple[datetime, str]] = {}  # value -> (when first typed, the screen it was typed on)
         for t in graph.transitions:
-            value = " ".join((t.action.text or "").split())
-            if ActionType(t.action.type) is not ActionType.TYPE or len(value) < MIN_TYPED_CHARS:
+            value = _typed_value(t)
+            if not value:
                 continue
             on = graph.observations.get(t.from_observation_id)
             when = on.timestamp if on is not None else t.timestamp
@@ -156,7 +174,15 @@ class Pollution:
                 continue
             shown = [_norm(e.label) for e in obs.elements if e.visible and not e.editable]
             own.update(v for v in pending if any(_shows(text, v.lower()) for text in shown))
-        return cls(set(first) - own)
+        typed = set(first) - own
+        reached = _reached_by_typing(graph, typed)
+        own_keys: dict[str, frozenset[ElementKey]] = {}
+        for v in typed:
+            low, where = v.lower(), reached.get(v, frozenset())
+            own_keys[v] = frozenset(element_key(e) for obs in graph.observations.values() if obs.id not in where
+                                    for e in obs.elements
+                                    if e.visible and not e.editable and _shows(_norm(e.label), low))
+        return cls(typed, reached, own_keys)
 
     def contains_typed(self, text: str, allowed: frozenset[str] = frozenset()) -> bool:
         """Whether ``text`` shows something the crawler typed: the whole value, or — for values distinctive
@@ -165,11 +191,95 @@ class Pollution:
         norm = _norm(text)
         return any(_shows(norm, t.lower()) for t in self.typed - allowed)
 
+    def shows_typed(self, obs: Observation, el: Element, allowed: frozenset[str] = frozenset()) -> bool:
+        """Whether element ``el`` of capture ``obs`` shows a value the crawler typed there (see the class)."""
+        if not el.visible or el.editable:
+            return False
+        norm = _norm(el.label)
+        for v in self.typed - allowed:
+            if not _shows(norm, v.lower()):
+                continue
+            where = self.reached.get(v)
+            if where is not None and obs.id not in where:
+                continue  # the typing never reached this capture: the app's own text
+            if element_key(el) in self.own_keys.get(v, frozenset()):
+                continue  # the same element shows it where the typing never reached
+            return True
+        return False
+
     def clean(self, obs: Observation, allowed: frozenset[str] = frozenset()) -> bool:
         """No visible element shows crawler-typed text (other than ``allowed``, a task's own values)."""
         if not self.typed:
             return True
-        return not any(e.visible and not e.editable and self.contains_typed(e.label, allowed) for e in obs.elements)
+        return not any(self.shows_typed(obs, e, allowed) for e in obs.elements)
+
+
+def _typed_value(t: Transition) -> str:
+    value = " ".join((t.action.text or "").split())
+    if ActionType(t.action.type) is not ActionType.TYPE or len(value) < MIN_TYPED_CHARS:
+        return ""
+    return value
+
+
+def _reached_by_typing(graph: AppGraph, values: set[str]) -> dict[str, frozenset[str]]:
+    """For each typed value, the captures the crawl's history ties to its typing: those whose URL carries it,
+    those of the unbroken visit to the page it was typed on, and every capture after a submit that sent it to be
+    kept (not a query: a submit whose next URL carries the value, or typing into a search box)."""
+    if not values:
+        return {}
+    chain = timeline(graph)
+    out: dict[str, set[str]] = {v: set() for v in values}
+    for obs in graph.observations.values():
+        loc = unquote_plus(obs.location).casefold()
+        for v in values:
+            if v.casefold() in loc:
+                out[v].add(obs.id)
+    for i, t in enumerate(chain):
+        v = _typed_value(t)
+        if v not in out:
+            continue
+        page = location_path(graph.observation(t.from_observation_id)) \
+            if t.from_observation_id in graph.observations else ""
+        out[v].add(t.to_observation_id)
+        prev = t
+        for nxt in chain[i + 1:]:  # the same visit, on the same page: live results, a preview
+            if nxt.from_observation_id != prev.to_observation_id:
+                break
+            out[v].add(nxt.from_observation_id)
+            after = graph.observations.get(nxt.to_observation_id)
+            if after is None or location_path(after) != page:
+                break
+            out[v].add(nxt.to_observation_id)
+            prev = nxt
+    sent: dict[str, datetime] = {}
+    for c in chain:
+        if c.error or not c.effective or not is_commit(graph, c):
+            continue
+        session = form_session(graph, c, chain)
+        after = graph.observations.get(c.to_observation_id)
+        query = unquote_plus(after.location).casefold() if after is not None else ""
+        for f in session[1] if session is not None else []:
+            v = _typed_value(f)
+            if v.casefold() in query or target_role(graph, f) == "searchbox":
+                continue  # a query: it lives in the URL and the results, the app keeps nothing of it
+            if v in out and (v not in sent or c.timestamp < sent[v]):
+                sent[v] = c.timestamp
+    if sent:
+        seen = _capture_times(graph, chain)
+        for v, when in sent.items():
+            out[v].update(oid for oid, at in seen.items() if at >= when)
+    return {v: frozenset(ids) for v, ids in out.items()}
+
+
+def _capture_times(graph: AppGraph, chain: list[Transition]) -> dict[str, datetime]:
+    """When the crawl saw each capture, read off its timeline: right after the first action that reached it, else
+    at the first action taken on it (a start screen), else its own timestamp."""
+    arrived: dict[str, datetime] = {}
+    left: dict[str, datetime] = {}
+    for t in chain:
+        arrived.setdefault(t.to_observation_id, t.timestamp)
+        left.setdefault(t.from_observation_id, t.timestamp)
+    return {oid: arrived.get(oid) or left.get(oid) or obs.timestamp for oid, obs in graph.observations.items()}
 
 
 @dataclass(frozen=True)
@@ -249,6 +359,10 @@ class Navigator:
         self.dist: dict[str, int] = {}
         self.order: list[str] = []
         self._reached: dict[str, Hop[str, tuple[Transition, Anchored]]] = {}
+        self.groups = screen_groups(graph)  # state -> its screen: routes are planned over screens
+        self.members: dict[str, list[str]] = {}
+        for state, key in self.groups.items():
+            self.members.setdefault(key, []).append(state)
         if graph.entry and self.clean_capture(graph.entry) is not None:
             self._bfs()
 
@@ -274,7 +388,12 @@ class Navigator:
             return False
         label = target_label(self.graph, edge)
         return not (LEAVES_APP.search(label) or LANGUAGE_NAME.match(label) or TIME_OF_DAY.search(label)
-                    or self.pollution.contains_typed(label))
+                    or self._polluted_target(edge))
+
+    def _polluted_target(self, edge: Transition) -> bool:
+        """Whether the edge's control shows text the crawler typed there (a link to the note it created)."""
+        obs, el = target_of(self.graph, edge)
+        return el is not None and self.pollution.shows_typed(obs, el)
 
     def anchored(self, edge: Transition) -> Anchored | None:
         """``edge`` on its from-state's clean capture (None when its target exists only on polluted ones)."""
@@ -282,18 +401,90 @@ class Navigator:
         return anchor(self.graph, edge, obs) if obs is not None else None
 
     def _bfs(self) -> None:
-        def admit(e: Transition, to: str) -> tuple[Transition, Anchored] | None:
-            if not self.is_navigation(e) or self.clean_capture(to) is None:
+        """Shortest routes over screens, not states (``screen_keys.screen_groups``): from a state, every
+        navigation edge the crawl took from any state of the same screen is a way on, replayed on this state's
+        clean capture (by the control's identity). A start screen whose content is random is many states with one
+        or two out-edges each; as one screen it has them all, and routes are the screen graph's, not the crawl's
+        walk. A hop that stays on its screen is no step of a route."""
+        groups = self.groups
+
+        links = self._links()
+
+        def neighbours(u: str) -> Iterator[tuple[tuple[Transition, str], str]]:
+            tried: set[ElementKey] = set()
+            for e in self.ways_out(u):
+                _, el = target_of(self.graph, e)
+                if el is not None:
+                    tried.add(element_key(el))
+                yield (e, u), e.to_state
+            here = self.clean_capture(u)
+            for el in here.elements if here is not None else []:
+                key = element_key(el)
+                if key in links and key not in tried and el.visible and el.clickable:
+                    tried.add(key)
+                    yield (links[key], u), links[key].to_state
+
+        def admit(hop: tuple[Transition, str], to: str) -> tuple[Transition, Anchored] | None:
+            e, u = hop
+            if groups.get(to, to) == groups.get(u, u) or not self.is_navigation(e) or self.clean_capture(to) is None:
                 return None
-            a = self.anchored(e)
+            a = self.anchor_on(e, u)
             return (e, a) if a is not None else None
 
-        reached = breadth_first([self.graph.entry], lambda u: ((e, e.to_state) for e in self.graph.out.get(u, [])),
-                                admit)
+        reached = breadth_first([self.graph.entry], neighbours, admit)
         self.dist = {state: hop.dist for state, hop in reached.items()}
         self.order = list(reached)
         self.pred = {state: hop.via for state, hop in reached.items() if hop.via is not None}
         self._reached = reached
+
+    def _links(self) -> dict[ElementKey, Transition]:
+        """Controls that are links to one place wherever they are shown, each with the first edge that took it.
+
+        A navigation bar's "Roadmap" goes to the roadmap from every page, so a route may use it on any screen
+        that shows it, tapped there or not: a crawl that walked one long chain through a wiki (entry, help, prefs,
+        guide, about, timeline, roadmap) otherwise leaves every screen at the end of that chain, a detour away.
+        A control counts when every tap of it (a navigation edge) led to one screen, never to a page named after
+        the one it was on (a wiki's "Edit" tab, "What links here"), and it was tapped on two screens or is
+        chrome — shown at three locations or more. Replay checks every route so built."""
+        g = self.graph
+        dests: dict[ElementKey, set[str]] = {}
+        first: dict[ElementKey, Transition] = {}
+        sources: dict[ElementKey, set[str]] = {}
+        dependent: set[ElementKey] = set()
+        for t in timeline(g):
+            src, el = target_of(g, t)
+            after = g.observations.get(t.to_observation_id)
+            if el is None or after is None or not self.is_navigation(t):
+                continue
+            key = element_key(el)
+            first.setdefault(key, t)
+            dests.setdefault(key, set()).add(self.groups.get(t.to_state, t.to_state))
+            sources.setdefault(key, set()).add(self.groups.get(t.from_state, t.from_state))
+            if _source_dependent(src, after):
+                dependent.add(key)
+        shown_at: dict[ElementKey, set[str]] = {}
+        for obs in g.observations.values():
+            for el in obs.elements:
+                if el.visible and el.clickable:
+                    shown_at.setdefault(element_key(el), set()).add(location_path(obs))
+        return {key: first[key] for key, to in dests.items()
+                if len(to) == 1 and key not in dependent
+                and (len(sources[key]) >= 2 or len(shown_at.get(key, ())) >= 3)}
+
+    def ways_out(self, state: str) -> Iterator[Transition]:
+        """The edges the crawl took from ``state``'s screen: its own first, then its screen mates' in crawl order."""
+        for s in [state, *(m for m in self.members.get(self.groups.get(state, state), []) if m != state)]:
+            yield from self.graph.out.get(s, [])
+
+    def anchor_on(self, edge: Transition, state: str) -> Anchored | None:
+        """``edge`` (taken from ``state`` or a state of its screen) on ``state``'s clean capture, or None."""
+        here = self.clean_capture(state)
+        return anchor(self.graph, edge, here) if here is not None else None
+
+    def came_from(self, state: str) -> str | None:
+        """The state a route to ``state`` passes last (None for the entry or a state no route reaches)."""
+        hop = self._reached.get(state)
+        return hop.prev if hop is not None else None
 
     def path_to(self, state: str) -> list[tuple[Transition, Anchored]] | None:
         """The shortest navigation path from the entry (edges with their anchored actions), or None."""
@@ -301,6 +492,16 @@ class Navigator:
 
     def same_place(self, a: Observation, b: Observation) -> bool:
         return location_path(a) == location_path(b)
+
+
+def _source_dependent(before: Observation, after: Observation) -> bool:
+    """Whether where a tap went depends on the page it was on: the same page (another query: a tab, a history),
+    a page below it (``/notes/6/edit``), or a page naming it (``Special:WhatLinksHere/Garden``)."""
+    src, dst = location_path(before).rstrip("/"), location_path(after).rstrip("/")
+    if dst == src or dst.startswith(src + "/"):
+        return True
+    name = unquote_plus(src.rsplit("/", 1)[-1]).casefold()
+    return len(name) >= 3 and name in unquote_plus(after.location).casefold()
 
 
 def timeline(graph: AppGraph) -> list[Transition]:
