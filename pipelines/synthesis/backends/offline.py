@@ -268,16 +268,23 @@ class OfflineBackend(Backend):
         t = self.phrases["reasoning"][lang]["part"]
         inner = {k: v for k, v in payload.items() if k != "part"}
         inner.update(goal=part["goal"], fields_done=part["fields_done"], last_navigation=part["last_navigation"])
-        sub = self.reasoning(inner, instruction)
         n, total = part["index"] + 1, part["total"]
         phrase = self.goal_phrase(lang, part["goal"])
+        if payload["role"] == "navigate" and part.get("why") in ("dismiss", "return"):
+            seed = f"{payload.get('variant', '')}\x1f{payload.get('task', '')}\x1f{payload.get('step', 0)}"
+            label = (payload.get("target") or {}).get("label") or ""
+            sub = t[part["why"]].format(here=self._here(lang, inner, seed), label=label, phrase=phrase)
+        else:
+            sub = self.reasoning(inner, instruction)
         if payload["role"] in ("finish", "answer"):
             return f"{sub} {t['all_done'].format(total=total)}"
         left = [self.goal_phrase(lang, g) for g in part["left"]]
         done = [self.goal_phrase(lang, g) for g in part["done"]]
         joined = _join(left, self.phrases["task"][lang])
         tail = t["left"].format(left=joined) if left else t["last"]
-        head = t["done"].format(done=_join(done, self.phrases["task"][lang])) + " " if done and part["first_step"] else ""
+        head = ""
+        if done and part["first_step"]:
+            head = t["done"].format(done=_join(done, self.phrases["task"][lang])) + " "
         serves = t["serves"].format(n=n, total=total, phrase=phrase)
         options = [f"{head}{sub} {serves} {tail}", f"{sub} {serves} {tail}",
                    f"{sub} {serves} " + (t["more"].format(count=len(left)) if left else t["last"]),

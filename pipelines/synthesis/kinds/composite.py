@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from dataclasses import dataclass, field
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pipelines.synthesis.goals import GoalFacts, GoalPlan, PlanStep, StepRole, _nav_steps, _with_next
@@ -61,6 +61,9 @@ class CompositePlan(GoalPlan):
 
     parts: list[GoalPlan] = field(default_factory=list)
     part_of: list[int] = field(default_factory=list)
+    # per step, why a navigation step is the way on: "named" (its words name the part), "dismiss" (it closes what
+    # the previous part left open), "return" (back to a screen already seen); "" for other steps
+    why: list[str] = field(default_factory=list)
 
 
 def is_composite(plan: object) -> bool:
@@ -159,6 +162,11 @@ DISMISS = re.compile(r"^\W*(close|cancel|back|done|dismiss|ok|home|关闭|取消
 
 def _unexplained(planner: Planner, steps: list[PlanStep], owners: list[int], parts: list[GoalPlan],
                  state_of: dict[str, str]) -> str:
+    return _explain(planner, steps, owners, parts, state_of)[0]
+
+
+def _explain(planner: Planner, steps: list[PlanStep], owners: list[int], parts: list[GoalPlan],
+             state_of: dict[str, str]) -> tuple[str, list[str]]:
     """The first navigation step the agent could not explain from what it has seen ("" when none).
 
     A step is explained when its control shares a word with the part it serves ("History" for "open its
@@ -167,6 +175,7 @@ def _unexplained(planner: Planner, steps: list[PlanStep], owners: list[int], par
     way on. Anything else needs knowledge of where an unrelated label leads, which the agent does not have."""
     said = [part_words(planner, p) for p in parts]
     edges = {t.id: t for t in planner.graph.transitions}
+    why = [""] * len(steps)
     for i, s in enumerate(steps):
         if s.role != StepRole.NAVIGATE:
             continue
@@ -176,15 +185,18 @@ def _unexplained(planner: Planner, steps: list[PlanStep], owners: list[int], par
             el = obs.element(s.action.target_element_id or "")
             label = spoken_label(el) if el is not None else ""
         if explained(label, said[owners[i]]):
+            why[i] = "named"
             continue
         if DISMISS.match(label) and i > 0 and owners[i - 1] == owners[i] - 1:
+            why[i] = "dismiss"
             continue
         edge = edges.get(s.edge_id or "")
         seen = {state_of.get(x.observation_id) for x in steps[:i]}
         if edge is not None and edge.to_state in seen:
+            why[i] = "return"
             continue
-        return f"step {i + 1} (“{label}”) says nothing about part {owners[i] + 1}"
-    return ""
+        return f"step {i + 1} (“{label}”) says nothing about part {owners[i] + 1}", why
+    return "", why
 
 
 def _on_route(joiner: _Joiner, a: GoalPlan, b: GoalPlan) -> bool:
@@ -249,7 +261,9 @@ def composite_plans(planner: Planner, plans: list[GoalPlan]) -> list[GoalPlan]:
                     summary="composite: " + " → ".join(p.goal.summary for p in chain), effects=effects)
         facts = GoalFacts(target=last.facts.target, noun=last.facts.noun, item=last.facts.item,
                           answer=last.facts.answer, answer_on_list=last.facts.answer_on_list)
-        plan = CompositePlan(planner.graph.app_id, goal, facts, _fix_next(steps), parts=list(chain), part_of=list(owners))
+        _, why = _explain(planner, steps, owners, chain, joiner.state_of)
+        plan = CompositePlan(planner.graph.app_id, goal, facts, _fix_next(steps), parts=list(chain),
+                             part_of=list(owners), why=why)
         for p in chain:
             uses[p.plan_id] = uses.get(p.plan_id, 0) + 1
         out.append(plan)
@@ -279,6 +293,7 @@ def part_payload(plan: GoalPlan, index: int, goal_of: Callable[[GoalPlan], dict[
         "done": [goal_of(p) for p in plan.parts[:i]],
         "left": [goal_of(p) for p in plan.parts[i + 1:]],
         "first_step": bool(mine) and index == mine[0],
+        "why": plan.why[index] if index < len(plan.why) else "",
         "fields_done": [plan.steps[k].target_label for k in mine if k < index and plan.steps[k].role in form_roles],
         "last_navigation": plan.steps[index].role == StepRole.NAVIGATE and (
             nxt >= len(plan.steps) or plan.steps[nxt].role != StepRole.NAVIGATE or plan.part_of[nxt] != i),

@@ -16,12 +16,15 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from graph.reader import AppGraph
+from pipelines.synthesis.goals import GoalFacts, GoalPlan, PlanStep, StepRole, _item_of, _nav_steps, _terminal
+from pipelines.synthesis.graph_names import site_titles_of
 from pipelines.synthesis.navigation import anchor, form_session, is_fill, target_of, timeline
 from pipelines.synthesis.screens import BOX_ROLES, clip, heading, location_path, spoken_label
 from schemas import ActionType, Goal, GoalKind, Transition
 
 if TYPE_CHECKING:
-    from pipelines.synthesis.goals import GoalPlan, Planner
+    from pipelines.synthesis.goals import Planner
 
 DELETE_WORDS = re.compile(r"\b(delete|remove|discard|erase|trash|destroy|drop)\b|删除|移除", re.IGNORECASE)
 # Presses that switch something on or off and keep it (a watch list, a star, an archive flag).
@@ -46,9 +49,6 @@ def mutation_kind(label: str, role: str) -> GoalKind | None:
 
 def mutation_plans(planner: Planner) -> list[GoalPlan]:
     """One plan per mutating press outside a form session, reached by the shortest navigation route."""
-    from pipelines.synthesis.goals import GoalFacts, GoalPlan, PlanStep, StepRole, _item_of, _nav_steps, _terminal
-    from pipelines.synthesis.graph_names import site_titles_of
-
     g, nav = planner.graph, planner.nav
     chain = timeline(g)
     plans: list[GoalPlan] = []
@@ -61,7 +61,7 @@ def mutation_plans(planner: Planner) -> list[GoalPlan]:
         session = form_session(g, edge, chain)
         if session is not None and session[1] and not _is_box(g, edge):
             continue  # a form's submit: a create / edit / setting goal of ``form_plans``
-        src, el = target_of(g, edge)
+        _, el = target_of(g, edge)
         if el is None:
             continue
         label = clip(spoken_label(el))
@@ -94,9 +94,6 @@ def mutation_plans(planner: Planner) -> list[GoalPlan]:
     return plans
 
 
-def _is_box(graph: object, edge: Transition) -> bool:
-    from graph.reader import AppGraph
-
-    assert isinstance(graph, AppGraph)
+def _is_box(graph: AppGraph, edge: Transition) -> bool:
     _, el = target_of(graph, edge)
     return el is not None and el.role in SWITCH_ROLES

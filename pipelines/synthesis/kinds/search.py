@@ -13,12 +13,23 @@ import re
 from typing import TYPE_CHECKING
 
 from graph.reader import AppGraph
+from pipelines.synthesis.goals import (
+    GoalFacts,
+    GoalPlan,
+    PlanStep,
+    StepRole,
+    _item_proof,
+    _nav_steps,
+    _terminal,
+    _with_next,
+)
+from pipelines.synthesis.graph_names import site_titles_of
 from pipelines.synthesis.navigation import anchor, is_commit, is_fill, target_of, timeline
 from pipelines.synthesis.screens import WORDY, clip, location_path, siblings, spoken_label
 from schemas import ActionType, Element, Goal, GoalKind, Transition
 
 if TYPE_CHECKING:
-    from pipelines.synthesis.goals import GoalPlan, Planner
+    from pipelines.synthesis.goals import Planner
 
 SEARCH_WORDS = re.compile(r"\b(search|find|query|look ?up|filter)\b|搜索|查找|检索", re.IGNORECASE)
 SEARCH_ROLES = {"searchbox"}
@@ -58,10 +69,6 @@ def _opens_result(graph: AppGraph, edge: Transition) -> Element | None:
 
 
 def search_plans(planner: Planner) -> list[GoalPlan]:
-    from pipelines.synthesis.goals import GoalFacts, GoalPlan, PlanStep, StepRole, _item_proof, _nav_steps, \
-        _terminal, _with_next
-    from pipelines.synthesis.graph_names import site_titles_of
-
     g, nav = planner.graph, planner.nav
     chain = timeline(g)
     plans: list[GoalPlan] = []
