@@ -58,6 +58,10 @@ PAGES: dict[str, tuple[str, str, list[tuple[str, str, str, str, str]]]] = {
                                               ("r2", "link", "Children of Dune", "", "html/body/ul[1]/li[2]/a[1]")]),
     "messiah": ("/books/3", "Dune Messiah", [("books", "link", "Books", "", "html/body/nav[1]/a[1]"),
                                              ("talk", "link", "Discussion", "", "html/body/nav[1]/a[2]")]),
+    "shelf": ("/shelf", "Shelf", [("r1", "listitem", "Dune", "", "html/body/ul[1]/li[1]"),
+                                  ("m1", "button", "Mark read", "", "html/body/ul[1]/li[1]/button[1]"),
+                                  ("r2", "listitem", "Emma", "", "html/body/ul[1]/li[2]"),
+                                  ("m2", "button", "Mark read", "", "html/body/ul[1]/li[2]/button[1]")]),
     "talk": ("/talk", "Talk", [("dune", "link", "Dune", "", "html/body/ul[1]/li[1]/a[1]"),
                                ("emma", "link", "Emma", "", "html/body/ul[1]/li[2]/a[1]")]),
 }
@@ -74,7 +78,7 @@ def _obs(state: str) -> Observation:
     for i, (eid, role, text, rid, dom) in enumerate(els):
         editable = role == "searchbox"
         elements.append(Element(id=eid, role=role, text=text, resource_id=rid, path=dom, bbox=_box(i),
-                                clickable=role != "text", editable=editable))
+                                clickable=role not in ("text", "listitem"), editable=editable))
     return Observation(
         id=stable_id("obs", state), screenshot_sha256=hashlib.sha256(state.encode()).hexdigest(), width=W, height=H,
         device=DeviceProfile(name="phone", width=W, height=H), platform="web", app_id="lib", app_version="1",
@@ -130,6 +134,32 @@ def test_a_press_that_changed_nothing_is_no_mutation_goal() -> None:
     assert _plans(edges, "delete") == []
     # a press whose label says nothing a user would ask for is no goal either, even when it changed data
     assert _plans([*BROWSE, ("dune", "star", "books-after", {"mutates": ["table:app.db/log"]})], "toggle") == []
+
+
+def test_one_of_several_look_alike_toggles_is_named_by_its_row() -> None:
+    # "Mark read" in every row of the shelf: the press the crawl made (the second row's) is a toggle of “Emma”,
+    # not refused as ambiguous, because the task names the row the control is in
+    edges = [("home", "books", "books", NO), ("books", "home", "home", NO),
+             ("home", "talk", "talk", NO), ("talk", "emma", "emma", NO)]
+    g = _graph(edges)
+    obs = {s: _obs(s) for s in PAGES}
+    shelf = Transition(id="t90", run_id="run-1", app_id="lib", from_state="books", to_state="shelf",
+                       from_observation_id=obs["books"].id, to_observation_id=obs["shelf"].id,
+                       action=Action(type="click", x=1, y=1, image_width=W, image_height=H), timestamp=T0)
+    el = obs["shelf"].element("m2")
+    assert el is not None
+    x, y = el.bbox.center
+    press = Transition(id="t91", run_id="run-1", app_id="lib", from_state="shelf", to_state="books-after",
+                       from_observation_id=obs["shelf"].id, to_observation_id=obs["books-after"].id,
+                       action=Action(type="click", x=x, y=y, image_width=W, image_height=H, target_element_id="m2",
+                                     target_bbox=el.bbox),
+                       timestamp=T0 + timedelta(minutes=1), mutates=["table:app.db/books"])
+    g = build_graph("lib", list(obs.values()), [*g.transitions, shelf, press])
+    planner = Planner(g)
+    toggles = [p for p in planner.plans() if p.kind == "toggle"]
+    assert [(p.facts.item, p.facts.commit, p.goal.effects) for p in toggles] == [
+        ("Emma", "Mark read", ["table:app.db/books"])]
+    assert not [r for r in planner.refused if r[1] == "ambiguous_target"]
 
 
 def test_a_search_then_a_result_is_a_search_goal_and_never_a_create() -> None:

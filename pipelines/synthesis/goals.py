@@ -515,10 +515,13 @@ class Planner:
         the screen read the same (every bill row's "edit" link), and nothing in the task or the instruction
         says which one — an agent could not know, and a replay on a fresh list may press another row's. Twins
         that lead to one place (a header's and a sidebar's "Recent changes") are no ambiguity: either will do."""
+        from pipelines.synthesis.kinds.mutations import names_row
+
         for i, s, obs, el in self._step_targets(plan):
             key = element_key(el)
             twins = sum(1 for e in obs.elements if e.visible and element_key(e) == key)
-            if twins > 1 and not self._one_destination(key, s):
+            if twins > 1 and not self._one_destination(key, s) and not (
+                    s.role == StepRole.COMMIT and names_row(plan.facts.item, obs, el)):  # "Mark read" of “Dune”
                 return f"step {i + 1}: {twins} controls on screen read “{clip(el.label)}”; nothing says which"
         return ""
 

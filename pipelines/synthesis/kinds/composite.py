@@ -157,7 +157,7 @@ def _fix_next(steps: list[PlanStep]) -> list[PlanStep]:
     return out
 
 
-DISMISS = re.compile(r"^\W*(close|cancel|back|done|dismiss|ok|home|关闭|取消|返回|完成)\W*$", re.IGNORECASE)
+DISMISS = re.compile(r"^\W*(close|cancel|back|done|dismiss|ok|关闭|取消|返回|完成)\W*$", re.IGNORECASE)
 
 
 def _unexplained(planner: Planner, steps: list[PlanStep], owners: list[int], parts: list[GoalPlan],
@@ -232,7 +232,7 @@ def composite_plans(planner: Planner, plans: list[GoalPlan]) -> list[GoalPlan]:
                 steps, owners = joined
                 if len(steps) > planner.max_steps:
                     continue
-                if _on_route(joiner, chain[-1], cand):
+                if any(_on_route(joiner, part, cand) for part in chain):
                     continue
                 if _unexplained(planner, steps, owners, [*chain, cand], joiner.state_of):
                     continue

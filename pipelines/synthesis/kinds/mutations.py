@@ -20,8 +20,8 @@ from graph.reader import AppGraph
 from pipelines.synthesis.goals import GoalFacts, GoalPlan, PlanStep, StepRole, _item_of, _nav_steps, _terminal
 from pipelines.synthesis.graph_names import site_titles_of
 from pipelines.synthesis.navigation import anchor, form_session, is_fill, target_of, timeline
-from pipelines.synthesis.screens import BOX_ROLES, clip, heading, location_path, spoken_label
-from schemas import ActionType, Goal, GoalKind, Transition
+from pipelines.synthesis.screens import BOX_ROLES, WORDY, clip, element_key, heading, location_path, spoken_label
+from schemas import ActionType, Element, Goal, GoalKind, Observation, Transition
 
 if TYPE_CHECKING:
     from pipelines.synthesis.goals import Planner
@@ -83,6 +83,12 @@ def mutation_plans(planner: Planner) -> list[GoalPlan]:
         steps = _nav_steps(nav, hops, start_obs) if hops else []
         site = site_titles_of(g)
         item, noun = _item_of(nav, hops, planner.nav_links)
+        here = start_obs.element(a.action.target_element_id or "") or el
+        twins = [e for e in start_obs.elements if e.visible and element_key(e) == element_key(here)]
+        if len(twins) > 1:  # one "Mark read" per row: the task names the row the press belongs to
+            item = row_owner(start_obs, here)
+            if not item:
+                continue
         facts = GoalFacts(target=item or heading(start_obs, site), noun=noun, item=item, commit=label,
                           form=heading(start_obs, site))
         if el.role in BOX_ROLES:
@@ -92,6 +98,31 @@ def mutation_plans(planner: Planner) -> list[GoalPlan]:
                     must_show=[], summary=f"{kind.value}: {label} on {facts.target}", effects=effects_of(edge))
         plans.append(GoalPlan(g.app_id, goal, facts, [*steps, _terminal(dest)]))
     return plans
+
+
+ROW = re.compile(r"^(.*(?:^|/)(?:li|tr|article)\[\d+\])(?:/|$)")
+
+
+def row_owner(obs: Observation, el: Element) -> str:
+    """The name of the list row (or table row, card) a control sits in: the row's own plain text with words in
+    it ("Dune" for the "Mark read" button of the row "Dune"), when no other element on screen reads the same;
+    "" when the control is in no row or the row has no such name."""
+    m = ROW.match(el.path)
+    if m is None:
+        return ""
+    prefix = m.group(1)
+    for other in obs.elements:
+        if other.clickable or not other.visible or other.id == el.id or not other.path.startswith(prefix):
+            continue
+        name = " ".join(other.label.split())
+        if WORDY.search(name) and sum(" ".join(e.label.split()) == name for e in obs.elements) == 1:
+            return clip(name)
+    return ""
+
+
+def names_row(item: str, obs: Observation, el: Element) -> bool:
+    """Whether a task about ``item`` says which of several look-alike controls is meant (the one in its row)."""
+    return bool(item) and row_owner(obs, el) == item
 
 
 def _is_box(graph: AppGraph, edge: Transition) -> bool:
