@@ -244,3 +244,22 @@ def test_composite_steps_say_which_part_they_serve_and_what_is_left(monkeypatch:
     assert "part 2 of 2" in texts[3] and "Done so far: search for “messiah”" in texts[3]
     assert "This is the last part" in texts[4]
     assert "All 2 parts of the task are done" in texts[-1]
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_every_new_kind_passes_the_answer_checks_offline(language: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The offline rules' task and step texts for search (Enter as its submit), delete and composite plans are
+    # judged like a model's: facts named, the verb matches the action, the target named, nothing looked ahead.
+    from pipelines.synthesis.answers import step_answer, task_answer
+
+    monkeypatch.setattr(composite, "MIN_STEPS", 6)
+    planner = Planner(_graph([*BROWSE, DELETE, *SEARCH, ("messiah", "books", "books", NO)]), 20)
+    plans = planner.plans()
+    assert {"search", "delete", "composite"} <= {p.kind for p in plans}
+    offline = OfflineBackend(load_prompts())
+    for plan in plans:
+        call = task_call(planner.graph, plan, language, "v")
+        task, _ = task_answer(call.payload, offline.task_text(call.payload))
+        for i in range(len(plan.steps)):
+            payload = step_call(planner.graph, plan, i, task, language, "v").payload
+            step_answer(payload, offline.step_text(payload))  # raises SynthParseError with the reason

@@ -338,6 +338,9 @@ class OfflineBackend(Backend):
             text = _pick(r["tick" if goal["toggles"][label] else "untick"], seed).format(**fmt)
         elif role in ("fill", "choose"):
             text = _pick(r[role], seed).format(**fmt)
+        elif role == "commit" and payload["action"]["action_type"] == "KeyboardPress":  # Enter in the field
+            purpose = r["purpose"].get(goal["kind"], r["purpose"]["other"]).format(**fmt)
+            text = _pick(r["commit_key"], seed).format(**{**fmt, "purpose": purpose})
         elif role == "commit" and goal["kind"] in ("delete", "toggle"):  # a single press, no form before it
             text = _pick(r["act"], seed).format(**fmt)
         elif role == "commit":
