@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
@@ -27,7 +28,7 @@ from pipelines.synthesis.kinds.templates import template_texts
 from pipelines.synthesis.parse import parse_step
 from pipelines.synthesis.prompts import load_prompts
 from pipelines.synthesis.verify.goal import check_goal
-from schemas import Action, BBox, DeviceProfile, Element, Goal, GoalKind, Observation, Transition
+from schemas import Action, ActionType, BBox, DeviceProfile, Element, Goal, GoalKind, Observation, Transition
 from schemas.base import stable_id
 
 W, H = 400, 300
@@ -98,25 +99,27 @@ def _graph(edges: list[Edge]) -> AppGraph:
         x, y = el.bbox.center
         kind = str(extra.get("type", "click"))
         if kind == "key":  # Enter in the field: a submit with no control of its own
-            action = Action(type="key", key="enter")
+            action = Action(type=ActionType.KEY, key="enter")
         else:
-            action = Action(type=kind, x=x, y=y, image_width=W, image_height=H, target_element_id=eid,
-                            target_bbox=el.bbox, text=extra.get("text"))
+            action = Action(type=ActionType(kind), x=x, y=y, image_width=W, image_height=H, target_element_id=eid,
+                            target_bbox=el.bbox, text=str(extra["text"]) if "text" in extra else None)
         transitions.append(Transition(
             id=f"t{i:02d}", run_id="run-1", app_id="lib", from_state=src, to_state=dst,
             from_observation_id=obs[src].id, to_observation_id=obs[dst].id, action=action,
-            effective=src != dst, timestamp=T0 + timedelta(seconds=i), mutates=list(extra.get("mutates", []))))
+            effective=src != dst, timestamp=T0 + timedelta(seconds=i),
+            mutates=list(extra.get("mutates", []))))  # type: ignore[call-overload]
     return build_graph("lib", list(obs.values()), transitions)
 
 
 NO: dict[str, object] = {}
-BROWSE = [("home", "books", "books", NO), ("books", "dune", "dune", NO), ("books", "emma", "emma", NO)]
-DELETE = ("dune", "del", "books-after", {"mutates": ["table:app.db/books"]})
-SEARCH = [("home", "q", "home", {"type": "type", "text": "messiah"}), ("home", "q", "results", {"type": "key"}),
+BROWSE: list[Edge] = [("home", "books", "books", NO), ("books", "dune", "dune", NO), ("books", "emma", "emma", NO)]
+DELETE: Edge = ("dune", "del", "books-after", {"mutates": ["table:app.db/books"]})
+MESSIAH_BOOKS: Edge = ("messiah", "books", "books", NO)
+SEARCH: list[Edge] = [("home", "q", "home", {"type": "type", "text": "messiah"}), ("home", "q", "results", {"type": "key"}),
           ("results", "r1", "messiah", NO)]
 
 
-def _plans(edges: list[Edge], kind: str, max_steps: int = 14) -> list:
+def _plans(edges: list[Edge], kind: str, max_steps: int = 14) -> list[Any]:
     return [p for p in Planner(_graph(edges), max_steps).plans() if p.kind == kind]
 
 
@@ -145,14 +148,14 @@ def test_one_of_several_look_alike_toggles_is_named_by_its_row() -> None:
     obs = {s: _obs(s) for s in PAGES}
     shelf = Transition(id="t90", run_id="run-1", app_id="lib", from_state="books", to_state="shelf",
                        from_observation_id=obs["books"].id, to_observation_id=obs["shelf"].id,
-                       action=Action(type="click", x=1, y=1, image_width=W, image_height=H), timestamp=T0)
+                       action=Action(type=ActionType.CLICK, x=1, y=1, image_width=W, image_height=H), timestamp=T0)
     el = obs["shelf"].element("m2")
     assert el is not None
     x, y = el.bbox.center
     press = Transition(id="t91", run_id="run-1", app_id="lib", from_state="shelf", to_state="books-after",
                        from_observation_id=obs["shelf"].id, to_observation_id=obs["books-after"].id,
-                       action=Action(type="click", x=x, y=y, image_width=W, image_height=H, target_element_id="m2",
-                                     target_bbox=el.bbox),
+                       action=Action(type=ActionType.CLICK, x=x, y=y, image_width=W, image_height=H,
+                                     target_element_id="m2", target_bbox=el.bbox),
                        timestamp=T0 + timedelta(minutes=1), mutates=["table:app.db/books"])
     g = build_graph("lib", list(obs.values()), [*g.transitions, shelf, press])
     planner = Planner(g)
@@ -181,7 +184,7 @@ def test_a_query_without_an_opened_result_is_no_search_goal() -> None:
 
 def test_composite_chains_goals_through_steps_the_screen_explains(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(composite, "MIN_STEPS", 6)
-    plans = _plans([*BROWSE, DELETE, *SEARCH, ("messiah", "books", "books", NO)], "composite", max_steps=20)
+    plans = _plans([*BROWSE, DELETE, *SEARCH, MESSIAH_BOOKS], "composite", max_steps=20)
     chained = {tuple(p.kind for p in c.parts): c for c in plans}
     plan = chained[("search", "delete")]
     # search "messiah", open "Dune Messiah", then "Books" (named by the next part's noun) → "Dune" → "Delete book"
@@ -199,7 +202,7 @@ def test_a_route_through_an_unrelated_label_is_not_taken(monkeypatch: pytest.Mon
     edges = [*BROWSE, DELETE, *SEARCH, ("messiah", "talk", "talk", NO), ("talk", "dune", "dune", NO)]
     planner = Planner(_graph(edges), 20)
     plans = planner.plans()
-    assert not [c for c in plans if c.kind == "composite" and c.parts[0].kind == "search"]
+    assert not [c for c in plans if isinstance(c, composite.CompositePlan) and c.parts[0].kind == "search"]
     search, delete = (next(p for p in plans if p.kind == k) for k in ("search", "delete"))
     joiner = composite._Joiner(planner)
     joiner.current = (list(search.steps), [0] * len(search.steps))
@@ -231,8 +234,9 @@ def test_the_goal_check_reads_the_effect() -> None:
 
 def test_composite_steps_say_which_part_they_serve_and_what_is_left(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(composite, "MIN_STEPS", 6)
-    planner = Planner(_graph([*BROWSE, DELETE, *SEARCH, ("messiah", "books", "books", NO)]), 20)
-    plan = next(p for p in planner.plans() if p.kind == "composite" and p.parts[0].kind == "search")
+    planner = Planner(_graph([*BROWSE, DELETE, *SEARCH, MESSIAH_BOOKS]), 20)
+    plan = next(p for p in planner.plans()
+                if isinstance(p, composite.CompositePlan) and p.parts[0].kind == "search")
     offline = OfflineBackend(load_prompts())
     task = json.loads(offline.task_text(task_call(planner.graph, plan, "en", "v").payload))["task"]
     assert task.startswith("Search for “messiah” and open “Dune Messiah”, then ") and "“Dune”" in task
@@ -253,7 +257,7 @@ def test_every_new_kind_passes_the_answer_checks_offline(language: str, monkeypa
     from pipelines.synthesis.answers import step_answer, task_answer
 
     monkeypatch.setattr(composite, "MIN_STEPS", 6)
-    planner = Planner(_graph([*BROWSE, DELETE, *SEARCH, ("messiah", "books", "books", NO)]), 20)
+    planner = Planner(_graph([*BROWSE, DELETE, *SEARCH, MESSIAH_BOOKS]), 20)
     plans = planner.plans()
     assert {"search", "delete", "composite"} <= {p.kind for p in plans}
     offline = OfflineBackend(load_prompts())
