@@ -9,7 +9,10 @@ Prints per app and overall:
     BENCH alignment=<trajectories whose goal is reached exactly at the last step, with a terminal step and no
                      untried shortcut (no shorter verified path) / trajectories>     (goal >= 0.9)
     BENCH executability=<replayed / trajectories>                                  (goal >= 0.95)
-    BENCH task_diversity=<distinct task strings / trajectories>                    (goal >= 0.8)
+    BENCH task_diversity=<distinct (goal kind, goal state, instruction template) / trajectories>  (goal >= 0.8)
+    BENCH long_task_share=<trajectories of >= 6 steps / trajectories>            (goal >= 0.25)
+    BENCH composite_share=<composite (chained-goal) trajectories / trajectories>  (goal >= 0.1)
+    BENCH mutation_share=<trajectories that change the app's data / trajectories> (goal >= 0.2 in an environment)
     BENCH hindsight_rate=<steps whose reasoning names text only the next screen shows / steps>  (goal 0)
     BENCH terminal_rate=<trajectories ending with done/answer / trajectories>     (goal 1.0)
     BENCH tasks_per_minute=<tasks per minute of offline synthesis, probing and replay excluded>
@@ -129,14 +132,16 @@ def metrics(trajs: list[Any]) -> dict[str, float]:
     terminal = [t for t in trajs if ActionType(t.steps[-1].action.type) in (ActionType.DONE, ActionType.ANSWER)]
     replayed = [t for t in trajs if t.verification == Verification.REPLAYED]
     aligned = [t for t in replayed if t in terminal and t.scores.get("unprobed_shortcuts", 0) == 0]
+    from pipelines.synthesis.task_mix import task_mix
+
     bad, total, _ = hindsight_steps(trajs)
     return {
         "alignment": len(aligned) / n,
         "executability": len(replayed) / n,
-        "task_diversity": len({t.task.instruction for t in trajs}) / n,
         "hindsight_rate": bad / max(total, 1),
         "terminal_rate": len(terminal) / n,
         "trajectories": float(len(trajs)),
+        **task_mix(trajs),  # task_diversity, long_task_share, composite_share, mutation_share
     }
 
 
@@ -270,7 +275,8 @@ def main() -> None:
         print("hindsight:", *leaks[:10], sep="\n  ")
     print()
     overall = metrics(everything)
-    for key in ("alignment", "executability", "task_diversity", "hindsight_rate", "terminal_rate"):
+    for key in ("alignment", "executability", "task_diversity", "hindsight_rate", "terminal_rate",
+                "long_task_share", "composite_share", "mutation_share"):
         print(f"BENCH {key}={overall[key]:.3f}")
     print(f"BENCH tasks_per_minute={len(everything) / max(synth_seconds, 1e-9) * 60:.0f}")
     print(f"BENCH sandbox_leaks={leaks_total}")

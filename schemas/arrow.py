@@ -110,6 +110,7 @@ GOAL = pa.struct(
         ("must_show", pa.list_(STR)),
         ("answer", STR),
         ("summary", STR),
+        ("effects", pa.list_(STR)),  # appended: goals written before it read back with no effects
     ]
 )
 

@@ -34,6 +34,10 @@ class GoalKind(StrEnum):
     EDIT = "edit"  # a form submitted that changes something that exists
     SETTING = "setting"  # a preference committed (language, theme)
     ANSWER = "answer"  # a question answered from what the screen shows
+    DELETE = "delete"  # a control that removes something, its effect on the app's data recorded
+    TOGGLE = "toggle"  # a switch or box flipped and kept (its effect on the app's data recorded)
+    SEARCH = "search"  # a query typed and submitted, then one of its results opened
+    COMPOSITE = "composite"  # several of the goals above, one after the other, in one instruction
 
 
 class Goal(Record):
@@ -53,6 +57,14 @@ class Goal(Record):
     must_show: list[str] = Field(default_factory=list)
     answer: str | None = None
     summary: str = ""  # one line: what was achieved ("note 'Groceries' created")
+    # Inside an environment: the parts of the app's data (``Transition.mutates`` names, ``table:…``/``file:…``)
+    # that must have changed since the pristine start when the goal holds — a replay that never commits fails.
+    effects: list[str] = Field(default_factory=list)
+
+    @field_validator("effects", mode="before")
+    @classmethod
+    def _no_effects(cls, v: object) -> object:
+        return [] if v is None else v  # goals written before the field existed
 
 
 class Task(Record):

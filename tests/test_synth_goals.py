@@ -213,8 +213,13 @@ def test_an_answer_counts_as_shown_on_the_list_only_inside_the_items_own_row():
     answer = _plans(_card_graph(header_text=GROCERIES_TEXT, recipes_card=False))[("answer", "Groceries")]
     assert not answer.facts.answer_on_list and answer.edge_ids == ("e12",)
     assert answer.goal.location.endswith("/notes/1")
-    # The Groceries row itself shows the whole text: the question is answered from the list, without a tap.
-    listed = _plans(_card_graph(row_text=GROCERIES_TEXT, recipes_card=False))[("answer", "Groceries")]
+    # The Groceries row itself shows the whole text: the question is answered from the list, without a tap — and
+    # the list is the start screen, so the question needs no navigation at all and is not asked (issue 46).
+    from pipelines.synthesis.goals import Planner
+
+    planner = Planner(_card_graph(row_text=GROCERIES_TEXT, recipes_card=False))
+    assert ("answer", "Groceries") not in {(p.kind, p.facts.target) for p in planner.plans()}
+    [listed] = [p for p, why, _ in planner.refused if why == "answer_on_start"]
     assert listed.facts.answer_on_list and listed.edge_ids == () and listed.goal.location.endswith("/notes")
 
 

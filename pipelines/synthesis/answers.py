@@ -52,6 +52,12 @@ def step_answer(payload: dict[str, Any], text: str) -> StepText:
 def _required(goal: dict[str, Any]) -> list[str]:
     kind = goal.get("kind")
     need: list[str] = []
+    if kind == "composite":  # every part's own facts, in one instruction
+        return [n for part in goal.get("parts") or [] for n in _required(part)]
+    if kind == "search":  # the query typed and the result opened
+        need += [value for _, value in goal.get("fields") or []] + [goal.get("target") or ""]
+    if kind in ("delete", "toggle") and goal.get("item"):
+        need.append(goal.get("item") or "")
     if kind in ("item", "answer"):
         need.append(goal.get("target") or "")
     if kind in ("create", "edit"):

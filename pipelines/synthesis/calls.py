@@ -24,6 +24,7 @@ from typing import Any
 from graph.reader import AppGraph
 from pipelines.synthesis.goals import GoalPlan, PlanStep, StepRole
 from pipelines.synthesis.graph_names import page_links_of, site_titles_of
+from pipelines.synthesis.kinds.composite import known_texts, part_payload
 from pipelines.synthesis.screens import (
     MAX_TEXT_CHARS,
     as_said,
@@ -178,7 +179,15 @@ def step_summary(step: PlanStep) -> str:
 
 
 def goal_payload(plan: GoalPlan) -> dict[str, Any]:
-    return {"kind": plan.kind, **plan.facts.as_payload()}
+    """The goal as a backend sees it: its facts, the data it changes (``effects``, inside an environment) and,
+    for a composite task, every part's goal in order."""
+    out: dict[str, Any] = {"kind": plan.kind, **plan.facts.as_payload()}
+    if plan.goal.effects:
+        out["effects"] = list(plan.goal.effects)
+    parts = getattr(plan, "parts", None)
+    if parts:
+        out["parts"] = [goal_payload(p) for p in parts]
+    return out
 
 
 def task_call(graph: AppGraph, plan: GoalPlan, language: str, variant: str) -> Call:
@@ -209,7 +218,7 @@ def step_call(graph: AppGraph, plan: GoalPlan, index: int, task: str, language: 
     # The name the step's screen goes by is known before acting, even where the page is scrolled past the heading
     # that gave it ("TracLinks in reStructuredText"): a next screen showing one of its words is no look-ahead.
     known = [task, facts.target, facts.item, facts.form, facts.answer, *history, str(screen.get("screen") or ""),
-             *(v for f in facts.fields for v in f), *(v for c in facts.choices for v in c)]
+             *(v for f in facts.fields for v in f), *(v for c in facts.choices for v in c), *known_texts(plan)]
     after = graph.observations.get(step.next_observation_id or "")
     hidden = after_only(obs, after, known) if after is not None else []
     form_roles = (StepRole.FILL, StepRole.CHOOSE)
@@ -234,5 +243,6 @@ def step_call(graph: AppGraph, plan: GoalPlan, index: int, task: str, language: 
             index + 1 >= len(plan.steps) or plan.steps[index + 1].role != StepRole.NAVIGATE),
         "variant": variant,
         "expect": expectation(obs, step.action, hidden),
+        **part_payload(plan, index, goal_payload),
     }
     return Call("step", payload, (obs.screenshot_sha256,))

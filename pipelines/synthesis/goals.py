@@ -368,7 +368,9 @@ class Planner:
         self.graph = graph
         self.max_steps = max_steps  # PlanConfig.max_steps: a longer plan is refused as plan_too_long
         self.nav = Navigator(graph)
-        self.chrome = self._chrome_texts()
+        from pipelines.synthesis.kinds.templates import template_texts
+
+        self.chrome = self._chrome_texts() | template_texts(graph)  # neither is what an item says
         self.nav_links = self._nav_links()
         self._tried_cache: dict[str, set[ElementKey]] | None = None
         self._destinations_cache: dict[ElementKey, tuple[set[str], set[str]]] | None = None
@@ -400,7 +402,9 @@ class Planner:
         self.refused: list[tuple[GoalPlan, str, str]] = []
         if not self.nav.dist:
             return []
-        out = self.screen_plans() + self.form_plans()
+        from pipelines.synthesis.kinds import composite_plans, extra_plans
+
+        out = self.screen_plans() + self.form_plans() + extra_plans(self)
         seen: set[object] = set()
         unique = []
         for p in sorted(out, key=lambda p: len(p.steps)):  # equal goals: the shortest plan wins
@@ -431,8 +435,13 @@ class Planner:
             if section:
                 self.refused.append((p, "section_anchor", section))
                 continue
+            if p.goal.kind == GoalKind.ANSWER and not any(s.role == StepRole.NAVIGATE for s in p.steps):
+                # read off the screen the task starts on: no navigation to learn, and the landing page's text
+                self.refused.append((p, "answer_on_start", "the answer is on the start screen"))
+                continue
             unique.append(p)
-        return self.list_quota(unique)
+        single = self.list_quota(unique)
+        return single + composite_plans(self, single)
 
     def list_quota(self, plans: list[GoalPlan]) -> list[GoalPlan]:
         """At most ``MAX_PER_LIST`` plans of one kind that end by tapping entries of the same list, spread over
@@ -507,10 +516,13 @@ class Planner:
         the screen read the same (every bill row's "edit" link), and nothing in the task or the instruction
         says which one — an agent could not know, and a replay on a fresh list may press another row's. Twins
         that lead to one place (a header's and a sidebar's "Recent changes") are no ambiguity: either will do."""
+        from pipelines.synthesis.kinds.mutations import names_row
+
         for i, s, obs, el in self._step_targets(plan):
             key = element_key(el)
             twins = sum(1 for e in obs.elements if e.visible and element_key(e) == key)
-            if twins > 1 and not self._one_destination(key, s, twins):
+            if twins > 1 and not self._one_destination(key, s, twins) and not (
+                    s.role == StepRole.COMMIT and names_row(plan.facts.item, obs, el)):  # "Mark read" of “Dune”
                 return f"step {i + 1}: {twins} controls on screen read “{clip(el.label)}”; nothing says which"
         return ""
 
@@ -682,7 +694,11 @@ class Planner:
         if is_item and target is not None:
             clean = nav.pollution.clean(goal_obs)
             anchor, rivals = _item_heading(from_obs, goal_obs, item)
-            answer = _answer_text(goal_obs, clean, self.chrome, anchor, rivals)
+            # First what only the item's own screen says (the list shows none of it): a question that needs the
+            # navigation; else the item's text the list may also show (answered from the list, below).
+            listed = {" ".join(e.label.split()) for e in from_obs.elements if e.visible and e.label}
+            answer = (_answer_text(goal_obs, clean, self.chrome | listed, anchor, rivals)
+                      or _answer_text(goal_obs, clean, self.chrome, anchor, rivals))
             # Where the item's own row on the list already shows its text, the question is answered from
             # the list: opening the item first would be a detour. Only the row's text counts, never a
             # neighbour's or the page header's.
@@ -744,6 +760,8 @@ class Planner:
     # --- forms: create, edit, settings -------------------------------------------------------------------
 
     def form_plans(self) -> list[GoalPlan]:
+        from pipelines.synthesis.kinds import is_search_session
+
         g, nav = self.graph, self.nav
         chain = timeline(g)
         plans: list[GoalPlan] = []
@@ -756,12 +774,16 @@ class Planner:
             start, fills = session
             if not fills or start not in nav.dist:
                 continue
+            if is_search_session(g, fills):
+                continue  # a query, not a record: ``kinds.search`` plans it with the result it opened
             plan = self._form_plan(commit, start, fills)
             if plan is not None:
                 plans.append(plan)
         return plans
 
     def _form_plan(self, commit: Transition, start: str, fills: list[Transition]) -> GoalPlan | None:
+        from pipelines.synthesis.kinds import effects_of
+
         g, nav = self.graph, self.nav
         typed = frozenset(" ".join((f.action.text or "").split()) for f in fills if f.action.text)
         hops = nav.path_to(start) or []
@@ -819,7 +841,7 @@ class Planner:
             kind = GoalKind.EDIT if (facts.item or EDIT_WORDS.search(facts.form)) else GoalKind.CREATE
         facts.target = facts.item or facts.form
         goal = Goal(kind=kind, state=commit.to_state, observation_id=dest.id, location=location_path(dest),
-                    must_show=shown, summary=f"{kind.value}: {facts.form}")
+                    must_show=shown, summary=f"{kind.value}: {facts.form}", effects=effects_of(commit))
         steps.append(_terminal(dest))
         return GoalPlan(g.app_id, goal, facts, steps)
 

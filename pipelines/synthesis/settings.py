@@ -13,7 +13,8 @@ from pydantic import ConfigDict, Field
 
 from schemas.base import ConfigModel
 
-PlanKind = Literal["screen", "item", "answer", "create", "edit", "setting"]
+PlanKind = Literal["screen", "item", "answer", "create", "edit", "setting", "delete", "toggle", "search",
+                   "composite"]
 PLAN_KINDS: tuple[PlanKind, ...] = get_args(PlanKind)
 
 

@@ -55,7 +55,9 @@ def register(app: typer.Typer) -> None:
         kinds: str = typer.Option(",".join(PLAN_KINDS),
                                   help="Goal kinds to synthesize, comma-separated: screen (reach a screen), item "
                                        "(open one item), answer (a question the item's screen answers), create, "
-                                       "edit, setting (a form the crawler submitted)."),
+                                       "edit, setting (a form the crawler submitted), delete, toggle (a press that "
+                                       "changed the app's data), search (a query and the result it opened), "
+                                       "composite (2-5 of these chained in one instruction)."),
         max_plans: int = typer.Option(plan_default("max_plans"), min=1, help="Most goal plans per app graph."),
         seed: int = typer.Option(0, help="Seed of the noise copies (--noise)."),
         cache_dir: Path | None = typer.Option(None, help="Call cache directory (default: OUT/cache)."),

@@ -149,6 +149,8 @@ class OfflineBackend(Backend):
     def _shape(self, goal: dict[str, Any]) -> str:
         """Which phrasing family a goal takes: its kind, refined (a dialog, an item's screen, a plain rename)."""
         kind = goal["kind"]
+        if kind == "delete":
+            return "delete" if goal.get("item") else "delete_bare"
         if kind in ("item", "answer") and not goal.get("noun"):
             return f"{kind}_bare"
         if kind == "screen":
@@ -183,14 +185,28 @@ class OfflineBackend(Backend):
             "created": next((v for label, v in fields if self._field_kind(label) == "title"),
                             fields[0][1] if fields else ""),
             "answer": goal.get("answer") or "",
+            "commit": goal.get("commit") or "",
         }
 
     def goal_phrase(self, lang: str, goal: dict[str, Any]) -> str:
         return self.phrases["task"][lang]["goal"][self._shape(goal)].format(**self._values(lang, goal))
 
+    def composite_phrase(self, lang: str, goal: dict[str, Any]) -> str:
+        """A composite goal in one sentence: its parts' goal phrases, in order ("…, then …, and finally …")."""
+        t = self.phrases["task"][lang]["composite"]
+        phrases = [self.goal_phrase(lang, part) for part in goal.get("parts") or []]
+        out = ""
+        for i, phrase in enumerate(phrases):
+            key = "first" if i == 0 else "last" if i == len(phrases) - 1 and len(phrases) > 2 else "then"
+            out += t[key].format(phrase=phrase)
+        return out + t["end"]
+
     def task_text(self, payload: dict[str, Any]) -> str:
         lang = self._lang(payload)
         goal = payload["goal"]
+        if goal["kind"] == "composite":
+            task = DOUBLE_THE.sub(r"\1", " ".join(self.composite_phrase(lang, goal).split()))
+            return json.dumps({"task": _cap(task) if lang == "en" else task}, ensure_ascii=False)
         shape = self._shape(goal)
         template = _pick(self.phrases["task"][lang][shape], payload.get("variant", ""), json.dumps(goal,
                                                                                               sort_keys=True))
@@ -241,7 +257,48 @@ class OfflineBackend(Backend):
         template = progress.get(f"{role}_many", progress[role]) if len(shown) > 1 else progress[role]
         return template.format(done=joined)
 
+    def part_reasoning(self, payload: dict[str, Any], instruction: str) -> str:
+        """A composite task's step: the reasoning of the part it serves (read within that part), then which
+        part that is and what is left — shortened (the parts left counted, not named) to stay within the
+        reasoning limits of ``verify.consistency``."""
+        from pipelines.synthesis.verify.consistency import MAX_REASONING_CHARS, MAX_REASONING_WORDS
+
+        lang = self._lang(payload)
+        part = payload["part"]
+        t = self.phrases["reasoning"][lang]["part"]
+        inner = {k: v for k, v in payload.items() if k != "part"}
+        inner.update(goal=part["goal"], fields_done=part["fields_done"], last_navigation=part["last_navigation"])
+        n, total = part["index"] + 1, part["total"]
+        phrase = self.goal_phrase(lang, part["goal"])
+        if payload["role"] == "navigate" and part.get("why") in ("dismiss", "return"):
+            seed = f"{payload.get('variant', '')}\x1f{payload.get('task', '')}\x1f{payload.get('step', 0)}"
+            label = (payload.get("target") or {}).get("label") or ""
+            sub = t[part["why"]].format(here=self._here(lang, inner, seed), label=label, phrase=phrase)
+        else:
+            sub = self.reasoning(inner, instruction)
+        if payload["role"] in ("finish", "answer"):
+            return f"{sub} {t['all_done'].format(total=total)}"
+        left = [self.goal_phrase(lang, g) for g in part["left"]]
+        done = [self.goal_phrase(lang, g) for g in part["done"]]
+        joined = _join(left, self.phrases["task"][lang])
+        tail = t["left"].format(left=joined) if left else t["last"]
+        head = ""
+        if done and part["first_step"]:
+            head = t["done"].format(done=_join(done, self.phrases["task"][lang])) + " "
+        serves = t["serves"].format(n=n, total=total, phrase=phrase)
+        options = [f"{head}{sub} {serves} {tail}", f"{sub} {serves} {tail}",
+                   f"{sub} {serves} " + (t["more"].format(count=len(left)) if left else t["last"]),
+                   f"{sub} " + t["serves"].format(n=n, total=total, phrase=phrase[:80])]
+        for text in options:
+            text = " ".join(text.split())
+            words = len(text.split()) + len(re.findall(r"[\u4e00-\u9fff]", text)) // 2
+            if len(text) <= MAX_REASONING_CHARS and words <= MAX_REASONING_WORDS:
+                return text
+        return " ".join(options[-1].split())
+
     def reasoning(self, payload: dict[str, Any], instruction: str) -> str:
+        if payload.get("part"):
+            return self.part_reasoning(payload, instruction)
         lang = self._lang(payload)
         r = self.phrases["reasoning"][lang]
         goal = payload["goal"]
@@ -281,6 +338,11 @@ class OfflineBackend(Backend):
             text = _pick(r["tick" if goal["toggles"][label] else "untick"], seed).format(**fmt)
         elif role in ("fill", "choose"):
             text = _pick(r[role], seed).format(**fmt)
+        elif role == "commit" and payload["action"]["action_type"] == "KeyboardPress":  # Enter in the field
+            purpose = r["purpose"].get(goal["kind"], r["purpose"]["other"]).format(**fmt)
+            text = _pick(r["commit_key"], seed).format(**{**fmt, "purpose": purpose})
+        elif role == "commit" and goal["kind"] in ("delete", "toggle"):  # a single press, no form before it
+            text = _pick(r["act"], seed).format(**fmt)
         elif role == "commit":
             purpose = r["purpose"].get(goal["kind"], r["purpose"]["other"]).format(**fmt)
             text = _pick(r["commit"], seed).format(**{**fmt, "purpose": purpose})

@@ -4,7 +4,10 @@ A task's ``Goal`` (schema 1.2) names a capture of the goal screen in its graph a
 must show. The goal holds on a screen when the screen is the same *state* as that capture — the explorers'
 identity: structure plus content, so a ticked option or a switched language counts — and every ``must_show``
 text is visible (the created note's title, the item that was opened). Reaching the right screen type without
-the committed change (an empty note page, the settings page with the old option) does not count.
+the committed change (an empty note page, the settings page with the old option) does not count. Inside an
+environment a goal may also name the parts of the app's data its commit changed (``Goal.effects``): then those
+parts must have changed since the replay started (``changed``, the instance's digest difference), so a replay
+that shows the right screen without committing (a stale page, a cancelled confirmation) fails.
 """
 
 from __future__ import annotations
@@ -37,8 +40,10 @@ class GoalCheck:
     reason: str = ""
 
 
-def check_goal(goal: Goal, screen: Screen | Observation, index: StateIndex) -> GoalCheck:
-    """Whether ``screen`` (live or stored) satisfies ``goal``; ``index`` is a ``replay.StateIndex``."""
+def check_goal(goal: Goal, screen: Screen | Observation, index: StateIndex,
+               changed: list[str] | None = None) -> GoalCheck:
+    """Whether ``screen`` (live or stored) satisfies ``goal``; ``index`` is a ``replay.StateIndex``; ``changed``
+    the data parts changed since the start (None where no environment can say: the effect goes unchecked)."""
     from graph.identity import observation_features, screen_features
 
     feats = observation_features(screen) if isinstance(screen, Observation) else screen_features(screen)
@@ -47,4 +52,6 @@ def check_goal(goal: Goal, screen: Screen | Observation, index: StateIndex) -> G
     missing = shown(goal.must_show, screen_text(screen))
     if missing:
         return GoalCheck(False, "goal_text_missing")
+    if goal.effects and changed is not None and not set(goal.effects) <= set(changed):
+        return GoalCheck(False, "goal_effect_missing")
     return GoalCheck(True)

@@ -28,7 +28,7 @@ if TYPE_CHECKING:  # the explorers are imported where they run (Selenium), not w
     from rich.console import Console
 
     from explorers.config import AppConfig
-    from explorers.environment import Instance
+    from explorers.environment import DataDigest, Instance
     from explorers.profiles import Profile
     from graph.screen import Screen, Widget
 
@@ -99,18 +99,25 @@ def _loose(key: tuple[str, str, str]) -> tuple[str, str, str]:
 
 
 def replay_one(device: ReplayDevice, traj: Trajectory, index: StateIndex,
-               start: Callable[[ReplayDevice], None]) -> ReplayOutcome:
+               start: Callable[[ReplayDevice], None], data: Callable[[], DataDigest] | None = None) -> ReplayOutcome:
     """Start the app fresh, then act step by step, checking every screen reached and, at the end, the goal.
 
     A trajectory with a goal must end with a terminal step (``done``/``answer``) on a screen where the goal
     holds, and the goal must not hold before its last action (an *overshoot*: the task was done earlier and
-    the trajectory kept acting).
+    the trajectory kept acting). ``data`` reads the app's data digest (an environment instance's): a goal with
+    ``effects`` then also needs those parts changed since the start — after the login and setup, so what they
+    write counts for nothing.
     """
     from pipelines.synthesis.verify.goal import check_goal
 
     goal = traj.task.goal
     try:
         start(device)
+        baseline = data() if data is not None and goal is not None and goal.effects else None
+
+        def changed() -> list[str] | None:
+            return data().changed(baseline) if data is not None and baseline is not None else None
+
         screen = device.capture()
         if not index.same_start(traj.steps[0].observation.id, screen):
             return ReplayOutcome(False, "start_state_mismatch", -1)
@@ -119,7 +126,7 @@ def replay_one(device: ReplayDevice, traj: Trajectory, index: StateIndex,
                                  not in TERMINAL):
             return ReplayOutcome(False, "no_terminal_step", len(traj.steps) - 1)
         for i, step in enumerate(acting):
-            if goal is not None and i > 0 and check_goal(goal, screen, index).ok:
+            if goal is not None and i > 0 and check_goal(goal, screen, index, changed()).ok:
                 return ReplayOutcome(False, "overshoot", i)
             action = ground(step, screen)
             if action is None:
@@ -135,7 +142,7 @@ def replay_one(device: ReplayDevice, traj: Trajectory, index: StateIndex,
                     i + 1 < len(acting) and index.same_start(want, screen))):
                 return ReplayOutcome(False, "diverged", i)
         if goal is not None:
-            verdict = check_goal(goal, screen, index)
+            verdict = check_goal(goal, screen, index, changed())
             if not verdict.ok:
                 return ReplayOutcome(False, verdict.reason, len(traj.steps) - 1)
     except Exception as exc:  # a click that raised, a script that timed out: not executable as recorded
@@ -307,7 +314,9 @@ class ExplorerReplayer:
             try:
                 for i in positions:
                     self._guard_for(device, trajs[i].app_id)
-                    outcome = replay_one(device, trajs[i], index, self._start(trajs[i], profile))
+                    inst = self.instance_for(trajs[i].app_id)
+                    outcome = replay_one(device, trajs[i], index, self._start(trajs[i], profile),
+                                         inst.digest if inst is not None else None)
                     self._count_refusals()
                     if not outcome.ok:
                         self.failures[outcome.reason.split(":")[0]] += 1
