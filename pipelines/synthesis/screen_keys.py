@@ -1,4 +1,4 @@
-"""Which crawled states are one screen as a user counts it, for planning routes over screens, not states.
+"""Which crawled states synthesis plans routes over as one screen (a refinement of the screens a user counts).
 
 The crawler's states split one screen whenever its content moves: a home page that shows a random selection, a
 dashboard whose counter ticks, a list with one more row. Planning over states then sees a screen as many, each
@@ -6,8 +6,9 @@ with only the out-edges the crawl happened to take from it — an entry state wi
 repeat the crawl's walk. Planning over screens merges them: every control tried on any capture of a screen is a
 way out of that screen.
 
-``screen_groups`` is the one place synthesis asks this question, so that the graph package's own definition of a
-screen can replace it here alone. Until then it reads the features replay uses to accept a fresh start
+``screen_groups`` is the one place synthesis asks this question. Its groups refine the graph package's screens
+(``graph.user_screens``, what ``planner_reach`` counts): an item's page is one screen there, but each item is its
+own goal here, so it reads the features replay uses to accept a fresh start
 (``graph.identity.same_screen``: the normalized location — no host, numbers or session tokens — and most of the
 structure in common) and the screen's own title as synthesis names it (``screens.heading``, the app's title
 headings skipped, taken as written): on a one-page app every screen's first heading is the site's title, and
@@ -22,6 +23,7 @@ from typing import cast
 from graph.abstraction import Features
 from graph.identity import observation_features, same_screen
 from graph.reader import AppGraph
+from graph.user_screens import screens_of
 from pipelines.synthesis.graph_names import site_titles_of
 from pipelines.synthesis.screens import has_dialog, heading
 
@@ -61,11 +63,15 @@ def screen_groups(graph: AppGraph) -> dict[str, str]:
 
 
 def planner_reach(graph: AppGraph, goal_states: Iterable[str]) -> tuple[int, int]:
-    """(screens with a plan, distinct screens) of ``graph``: how much of what the crawl saw a task can reach. The
-    entry screen counts as reached (every task starts there); ``goal_states`` are the states plans end on."""
-    groups = screen_groups(graph)
-    screens = {groups[s] for s in graph.state_observations if s in groups}
-    reached = {groups.get(s, s) for s in goal_states} & screens
-    if graph.entry in groups:
-        reached.add(groups[graph.entry])
+    """(screens with a plan, distinct screens) of ``graph``: how much of what the crawl saw a task can reach,
+    counted in screens as a user counts them (``graph.user_screens.screens_of``, the definition the explorer's
+    benchmark and the viewer use), so the figure is comparable with theirs. Planning groups
+    (``screen_groups``) refine those screens (an item's page is one screen to the benchmark but each item is its
+    own goal), so a screen counts as reached when a plan ends on any of its states. The entry screen counts as
+    reached (every task starts there); ``goal_states`` are the states plans end on."""
+    screens_by_state = screens_of(graph)
+    screens = {screens_by_state[s] for s in graph.state_observations if s in screens_by_state}
+    reached = {screens_by_state[s] for s in goal_states if s in screens_by_state} & screens
+    if graph.entry in screens_by_state:
+        reached.add(screens_by_state[graph.entry])
     return len(reached), len(screens)
