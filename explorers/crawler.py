@@ -795,6 +795,8 @@ class Crawler:
         _settled, screen = device.settle_and_capture()
         if screen.background:
             screen = self._into_crawl_tab(device, cur)
+        if screen.platform == Platform.WEB and is_app_down(screen.location):
+            screen = self._back_after_app_restart(device, cur)
         if self.js_coverage is not None:
             # What this action made the app run (guides the policy). Every step ends with a take (this one, a
             # restart's baseline take, an opened URL's), so nothing the app ran between two actions waits for the
@@ -835,6 +837,16 @@ class Crawler:
         self.stats.new_steps += 1
         self._acting = None
         return nxt
+
+    def _back_after_app_restart(self, device: Device, cur: Observed) -> Screen:
+        """The action took the app down (a settings save that restarts its server): the browser shows its own
+        connection-error page, which is no screen of the app and must not become a state (synthesis would make
+        "go to This site can't be reached" a task). Wait for the app as a person would (``_app_down``), reload the
+        page the action was taken on, and record that page as where the action led."""
+        self._app_down(device, cur.obs.location, "the app stopped answering after this action")
+        self._open_entry(device, cur.obs.location)
+        _settled, screen = device.settle_and_capture()
+        return screen
 
     def _tell_filler(self, cur: Observed, c: Candidate, screen: Screen, error: str | None) -> None:
         """What the form filler learns from an action, before the next screen's values are chosen: a value typed

@@ -179,6 +179,10 @@ def test_an_environment_crawl_writes_records_its_effects_and_leaves_the_snapshot
     assert not any(a["decision"] == "refused-request" for a in audit)  # no read-only guard inside an environment
     assert (APP_DIR / "seed.sql").read_bytes() == seed
     assert not (APP_DIR / "app.db").exists()
+    # Saving the settings restarts the server: the browser's own "site can't be reached" page the save lands on
+    # is waited out and reloaded, never recorded as a screen of the app (synthesis would make it a goal).
+    observations = [p.record for p in iter_records(tmp_path / "out" / "library" / "observations.parquet")]
+    assert not [o.location for o in observations if not o.location.startswith("http")]
 
 
 def test_the_demo_app_recipe_starts_an_instance_whose_digest_sees_its_dangerous_log(tmp_path: Path) -> None:

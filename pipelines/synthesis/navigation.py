@@ -360,6 +360,7 @@ class Navigator:
         self.order: list[str] = []
         self._reached: dict[str, Hop[str, tuple[Transition, Anchored]]] = {}
         self.groups = screen_groups(graph)  # state -> its screen: routes are planned over screens
+        self._link_map: dict[ElementKey, Transition] | None = None
         self.members: dict[str, list[str]] = {}
         for state, key in self.groups.items():
             self.members.setdefault(key, []).append(state)
@@ -408,21 +409,9 @@ class Navigator:
         walk. A hop that stays on its screen is no step of a route."""
         groups = self.groups
 
-        links = self._links()
-
         def neighbours(u: str) -> Iterator[tuple[tuple[Transition, str], str]]:
-            tried: set[ElementKey] = set()
-            for e in self.ways_out(u):
-                _, el = target_of(self.graph, e)
-                if el is not None:
-                    tried.add(element_key(el))
-                yield (e, u), e.to_state
-            here = self.clean_capture(u)
-            for el in here.elements if here is not None else []:
-                key = element_key(el)
-                if key in links and key not in tried and el.visible and el.clickable:
-                    tried.add(key)
-                    yield (links[key], u), links[key].to_state
+            for e, to in self.hops_from(u):
+                yield (e, u), to
 
         def admit(hop: tuple[Transition, str], to: str) -> tuple[Transition, Anchored] | None:
             e, u = hop
@@ -436,6 +425,26 @@ class Navigator:
         self.order = list(reached)
         self.pred = {state: hop.via for state, hop in reached.items() if hop.via is not None}
         self._reached = reached
+
+    def hops_from(self, state: str) -> Iterator[tuple[Transition, str]]:
+        """Every way on from ``state`` a route may take, as (edge, where it leads): the edges the crawl took from
+        its screen (``ways_out``), then the links (``_links``) its clean capture shows that none of those tapped.
+        Callers still check ``is_navigation`` and anchor the edge on ``state``'s capture (``anchor_on``)."""
+        if self._link_map is None:
+            self._link_map = self._links()
+        links = self._link_map
+        tried: set[ElementKey] = set()
+        for e in self.ways_out(state):
+            _, el = target_of(self.graph, e)
+            if el is not None:
+                tried.add(element_key(el))
+            yield e, e.to_state
+        here = self.clean_capture(state)
+        for el in here.elements if here is not None else []:
+            key = element_key(el)
+            if key in links and key not in tried and el.visible and el.clickable:
+                tried.add(key)
+                yield links[key], links[key].to_state
 
     def _links(self) -> dict[ElementKey, Transition]:
         """Controls that are links to one place wherever they are shown, each with the first edge that took it.

@@ -94,28 +94,36 @@ class _Joiner:
         self.edges = {t.id: t for t in self.g.transitions}
         self.navigate = StepRole.NAVIGATE
 
+    def screen(self, state: str) -> str:
+        """The screen ``state`` belongs to, as routes are planned (``Navigator.groups``)."""
+        return self.nav.groups.get(state, state)
+
     def step_state(self, plan: GoalPlan, k: int) -> str:
+        """The state step ``k`` is taken on: its capture's (a link's edge may have been recorded on another screen)."""
         step = plan.steps[k]
+        if step.observation_id in self.state_of:
+            return self.state_of[step.observation_id]
         edge = self.edges.get(step.edge_id or "")
-        return edge.from_state if edge is not None else self.state_of.get(step.observation_id, "")
+        return edge.from_state if edge is not None else ""
 
     def link(self, end_obs: Observation, end_state: str, depth: int = MAX_LINK
              ) -> dict[str, list[tuple[Transition, str]]]:
-        """States reachable from ``end_state`` by navigation edges: the route to each, as (edge, capture id)."""
+        """States reachable from ``end_state`` by navigation hops (the routes planning uses: edges taken from the
+        same screen and links shown on it, ``Navigator.hops_from``): the route to each, as (edge, capture id)."""
         routes: dict[str, list[tuple[Transition, str]]] = {end_state: []}
         queue = deque([(end_state, end_obs.id)])
         while queue:
             state, obs_id = queue.popleft()
             if len(routes[state]) >= depth:
                 continue
-            for e in self.g.out.get(state, []):
-                if e.to_state in routes or not self.nav.is_navigation(e):
+            for e, to in self.nav.hops_from(state):  # the crawl's edges from its screen, and the app's links
+                if to in routes or not self.nav.is_navigation(e):
                     continue
-                nxt = self.nav.clean_capture(e.to_state)
+                nxt = self.nav.clean_capture(to)
                 if nxt is None:
                     continue
-                routes[e.to_state] = [*routes[state], (e, obs_id)]
-                queue.append((e.to_state, nxt.id))
+                routes[to] = [*routes[state], (e, obs_id)]
+                queue.append((to, nxt.id))
         return routes
 
     def join(self, chain: list[GoalPlan], nxt: GoalPlan) -> tuple[list[PlanStep], list[int]] | None:
@@ -220,9 +228,11 @@ def composite_plans(planner: Planner, plans: list[GoalPlan]) -> list[GoalPlan]:
         joiner.current = (list(head.steps), [0] * len(head.steps))
         while len(chain) < MAX_PARTS and len(joiner.current[0]) < planner.max_steps:
             best: tuple[int, GoalPlan, list[PlanStep], list[int]] | None = None
-            states = {p.goal.state for p in chain}
+            # one part per screen: "tick A, open Users, then tick B" on one settings page is two halves of one
+            # request, not two sub-goals
+            screens = {joiner.screen(p.goal.state) for p in chain}
             for cand in plans:
-                if cand in chain or uses.get(cand.plan_id, 0) >= MAX_USES or cand.goal.state in states:
+                if cand in chain or uses.get(cand.plan_id, 0) >= MAX_USES or joiner.screen(cand.goal.state) in screens:
                     continue
                 if chain[-1].kind in LAST_ONLY:
                     break
@@ -271,7 +281,11 @@ def composite_plans(planner: Planner, plans: list[GoalPlan]) -> list[GoalPlan]:
 
 
 def _overshoots(joiner: _Joiner, steps: list[PlanStep], last: GoalPlan) -> bool:
-    """Whether a screen before the end is already the last part's goal screen (a replay would stop early)."""
+    """Whether a screen before the end is already the last part's goal screen (a replay would stop early). A goal
+    that reads a data effect (a toggle whose page looks the same before and after) is not reached before its
+    commit, so passing its screen on the way is no overshoot."""
+    if last.goal.effects:
+        return False
     goal = last.goal.state
     return any(joiner.state_of.get(s.observation_id) == goal for s in steps[1:-1])
 
