@@ -9,7 +9,8 @@ other way" or "the home page showing other random books". So a **screen key** is
 
 * the **route**: the URL path (an SPA's ``#/route`` fragment read as path), with id-like segments as
   placeholders (numbers, UUIDs, hashes, session tokens, ``slug-42`` record names; a word stays a word, since a
-  wiki page's name *is* the screen) and the query's keys without their values (values filter, sort, paginate);
+  wiki page's name *is* the screen) and, only where the screen has no heading, the query's keys without their
+  values (values filter, sort, paginate; with a heading, keys filter what it names too);
 * the **heading** of the main content (``screen_name``), normalized (numbers and dates as placeholders);
 * the **skeleton**: the landmark-level structure — which landmarks the capture shows, whether the main content
   shows anything beyond its heading (a half-drawn landing does not), whether it holds editable fields (a page and
@@ -213,18 +214,22 @@ def _own_name(h: Part, parts: Sequence[Part], site: frozenset[str], title: str) 
 
 
 def _headings(parts: Sequence[Part], regs: Sequence[frozenset[str]], site: frozenset[str],
-              title: str) -> tuple[list[str], list[str], list[str]]:
-    """(dialog headings, main-content headings, banner headings), visible ones, in DOM order within each rank."""
+              title: str) -> tuple[list[str], list[str], list[str], set[str]]:
+    """(dialog headings, main-content headings, banner headings), visible ones, in DOM order within each rank, and
+    the names read from headings whose whole text is a site title (a brand link glued to a bar's label)."""
     has_main = any("main" in r for r, p in zip(regs, parts, strict=True) if p.visible)
     dialog: list[tuple[int, int, str]] = []
     main: list[tuple[int, int, str]] = []
     banner: list[tuple[int, int, str]] = []
+    framed: set[str] = set()
     for i, (p, r) in enumerate(zip(parts, regs, strict=True)):
         if p.role != "heading" or not p.visible or not _clean(p.text):
             continue
         name = _own_name(p, parts, site, title)
         if not name:
             continue
+        if _clean(p.text) in site:
+            framed.add(name)
         entry = (_level(p), i, name)
         if "dialog" in r:
             dialog.append(entry)
@@ -235,7 +240,7 @@ def _headings(parts: Sequence[Part], regs: Sequence[frozenset[str]], site: froze
         elif "banner" in r:
             banner.append(entry)
     pick = [[n for _lvl, _i, n in sorted(group)] for group in (dialog, main, banner)]
-    return pick[0], [n for n in pick[1] if n not in site] or pick[1], pick[2]
+    return pick[0], pick[1], pick[2], framed
 
 
 def screen_name(elements: Iterable[Any], title: str = "", site_titles: Iterable[str] = ()) -> str:
@@ -247,17 +252,16 @@ def screen_name(elements: Iterable[Any], title: str = "", site_titles: Iterable[
     site = frozenset(_clean(s) for s in site_titles if s)
     parts = parts_of(elements)
     regs = regions(parts)
-    dialog, main, banner = _headings(parts, regs, site, title)
-    for group in (dialog, main):
-        if group:
-            return group[0]
-    for name in banner:
-        if name not in site:
+    dialog, main, banner, framed = _headings(parts, regs, site, title)
+    if dialog:
+        return dialog[0]
+    for name in [*main, *banner]:  # the main content's own heading, else a banner's that says more than the site
+        if name not in site and name not in framed:
             return name
     rest = [t for t in _title_parts(title) if t not in site]
-    if rest:
+    if rest:  # the document title names the screen better than a heading the whole app repeats
         return rest[0]
-    return banner[0] if banner else ""
+    return (main or banner or [""])[0]
 
 
 # --- route -------------------------------------------------------------------------------------------------
@@ -361,7 +365,20 @@ def screen_key(location: str, elements: Iterable[Any], title: str = "",
                site_titles: Iterable[str] = ()) -> ScreenKey:
     """The capture's screen: route + main heading + skeleton (module docstring)."""
     parts = parts_of(elements)
-    return ScreenKey(route(location), heading_key(screen_name(parts, title, site_titles)), skeleton(parts))
+    head = heading_key(screen_name(parts, title, site_titles))
+    return ScreenKey(_keyed_route(location, head), head, skeleton(parts))
+
+
+def _keyed_route(location: str, heading: str) -> str:
+    """The route as a screen key holds it: with a heading, the path alone — the query's keys then only filter,
+    search or page through what the heading names (a ledger's "Query" with ``?time`` and with
+    ``?filter&query_string`` is one screen), and a key that opens another mode (``?action=edit``) brings its own
+    heading or form; without one, the keys are all that tell two views of a path apart."""
+    full = route(location)
+    if not heading or "?" not in full:
+        return full
+    path, _, _keys = full.partition("?")
+    return path
 
 
 def features_key(f: Features, heading: str) -> ScreenKey:
@@ -374,7 +391,7 @@ def features_key(f: Features, heading: str) -> ScreenKey:
         role, cls, _rest = [*body.split("|", 2), "", ""][:3]
         last = body.rpartition("|")[2]
         parts.append(Part(role, cls, last if repeated else last.rpartition("#")[0], vis == "v"))
-    return ScreenKey(route(f.raw_location or f.location), heading, skeleton(parts))
+    return ScreenKey(_keyed_route(f.raw_location or f.location, heading), heading, skeleton(parts))
 
 
 # --- graphs ------------------------------------------------------------------------------------------------
@@ -405,10 +422,35 @@ def site_titles_of(graph: AppGraph) -> frozenset[str]:
     cached = graph.derived.get("user_screens.site_titles")
     if isinstance(cached, frozenset):
         return cached
-    reps = (graph.representative(s) for s in graph.states)
-    out = site_titles((o.elements, "") for o in reps if o is not None)
+    reps = [o for o in (graph.representative(s) for s in graph.states) if o is not None]
+    out = site_titles((o.elements, "") for o in reps) | chrome_headings((o.location, o.elements) for o in reps)
     graph.derived["user_screens.site_titles"] = out
     return out
+
+
+CHROME_HEADING_ROUTES = 3  # distinct routes a heading must be seen on
+CHROME_HEADING_SHARE = 0.3  # of the captures
+
+
+def chrome_headings(captures: Iterable[tuple[str, Iterable[Any]]]) -> frozenset[str]:
+    """Headings that belong to the app's frame, not to a screen: the same words heading captures of several
+    different routes (``route``) and a good share of all captures — a file manager's "prev/up/next" bar over every
+    folder, a panel title every page repeats. A heading that is a screen's own name is on one route (a record's
+    page, whose ids the route abstracts) or on few captures. Read, like ``site_titles``, over one app's graph."""
+    routes: dict[str, set[str]] = {}
+    shown: Counter[str] = Counter()
+    n = 0
+    for location, elements in captures:
+        n += 1
+        r = route(location)
+        texts = {_clean(p.text) for p in parts_of(elements) if p.role == "heading" and p.visible} - {""}
+        shown.update(texts)
+        for text in texts:
+            routes.setdefault(text, set()).add(r)
+    if n < SITE_TITLE_MIN_STATES:
+        return frozenset()
+    return frozenset(h for h, rs in routes.items()
+                     if len(rs) >= CHROME_HEADING_ROUTES and shown[h] >= CHROME_HEADING_SHARE * n)
 
 
 def screens_of(graph: AppGraph) -> dict[str, str]:

@@ -15,6 +15,7 @@ from graph.identity import heading_of, same_screen
 from graph.reader import AppGraph, build_graph
 from graph.screen import Screen, Widget
 from graph.user_screens import (
+    chrome_headings,
     route,
     screen_key,
     screen_name,
@@ -95,8 +96,12 @@ def test_trail_flash_clock_random_content_and_user_menu_never_split_a_screen() -
     assert key(page(clock="11:42")) == base  # a clock
     assert key(page(rows=("Books", "Games", "Films", "Tea", "Rent"))) == base  # random content, another count
     assert key(page(user="admin@example.org")) == base  # the user menu's text
-    assert key(page(), "http://127.0.0.1:7000/invoices?sort=amount&page=3") != base  # a query key is kept …
-    assert key(page(), "http://127.0.0.1:7000/invoices") == base  # … another instance's port is not
+    # sorted and paged, the page its heading names: one screen; another instance's port is no part of it
+    assert key(page(), "http://127.0.0.1:7000/invoices?sort=amount&page=3") == base
+    assert key(page(), "http://127.0.0.1:7000/invoices") == base
+    # without a heading, the query's keys are all that tell two views of one path apart
+    bare = [link("body[1]/main[1]/a[1]", "x")]
+    assert key(bare, "http://h/share/?doc") != key(bare, "http://h/share/")
 
 
 def test_typed_but_unsubmitted_text_is_the_same_screen() -> None:
@@ -282,3 +287,24 @@ def test_a_role_region_covers_its_own_subtree_only() -> None:
     assert screen_name(els) == "Saving"
     assert screen_name(els[:2]) == "Invoices"
     assert "dialog" in screen_key(URL, els).skeleton and "content" in screen_key(URL, els).skeleton
+
+
+def test_a_heading_repeated_over_several_routes_is_chrome_and_the_title_names_the_screen() -> None:
+    """A file manager's bar heading ("<a>panel</a>prev/up/next") over every folder: on a third of the captures or
+    more, on three routes or more, it names none of them; each folder is named by its document title."""
+    bar = [el("body[1]/div[1]/h2[1]", "panelprev/up/next", role="heading"),
+           link("body[1]/div[1]/h2[1]/a[1]", "panel")]
+    folders = ["photos", "notes", "projects", "invoices", "contracts", "hr"]
+    pages = {f"f{i}": (f"http://h/{n}/", [*bar, link("body[1]/main[1]/a[1]", f"{n}.md")])
+             for i, n in enumerate(folders)}
+    pages["home"] = ("http://h/", [link("body[1]/main[1]/a[1]", "photos")])
+    g = _graph(pages, [("home", "click", s) for s in pages if s != "home"])
+    assert "panelprev/up/next" in site_titles_of(g)
+    names = screen_names_of(g, {s: f"share {n}" for s, n in zip(pages, [*folders, ""], strict=True)})
+    assert names["f0"] == "share photos" and names["f5"] == "share hr"
+    # a heading on one route (a record's page, ids abstracted) stays that screen's name
+    one = {f"r{i}": (f"http://h/ticket/{i}", [el("body[1]/main[1]/h1[1]", "Ticket", role="heading")])
+           for i in range(6)}
+    g2 = _graph(one, [("r0", "click", s) for s in one if s != "r0"])
+    assert "Ticket" not in chrome_headings((url, els) for url, els in one.values())
+    assert screen_names_of(g2)["r1"] == "Ticket"
