@@ -78,7 +78,8 @@ class EnvironmentConfig(ConfigModel):
     stop_timeout_s: float = Field(default=10.0, gt=0)
     host: str = "127.0.0.1"
     cwd: str | None = None  # the folder start/stop run in (a crawl config file's folder when relative)
-    # Files of ``{data}`` the digest ignores (glob patterns on the relative path): logs, caches, lock files.
+    # What the digest ignores, as glob patterns: files of ``{data}`` by relative path (logs, caches, lock files),
+    # SQLite tables by their digest key (``table:app.db/search_*``) and columns as ``table:app.db/users.last_login``.
     digest_exclude: list[str] = Field(default_factory=list)
     # A restart of the crawl resets the instance only when its digest differs from the pristine one ("changed";
     # cheap) or always ("always": for apps that also keep state in memory).
@@ -192,9 +193,13 @@ class Digester:
         self._cache[rel] = (sig, parts)
         return parts
 
-    @staticmethod
-    def _tables(p: Path, rel: str) -> dict[str, str] | None:
-        """One hash per table (rows in a stable order), so a digest names the tables an action changed."""
+    def _excluded(self, key: str) -> bool:
+        return any(fnmatch.fnmatch(key, pat) for pat in self.exclude)
+
+    def _tables(self, p: Path, rel: str) -> dict[str, str] | None:
+        """One hash per table (rows in a stable order), so a digest names the tables an action changed. Tables and
+        columns the recipe excludes (``table:app.db/search_index``, ``table:app.db/users.last_login``) are left
+        out: derived data an app rebuilds on a read, or a login's own timestamp, are no change a user made."""
         try:
             con = sqlite3.connect(f"file:{p}?mode=ro", uri=True, timeout=5)
         except sqlite3.Error:
@@ -203,11 +208,20 @@ class Digester:
             names = [r[0] for r in con.execute("select name from sqlite_master where type='table' order by name")]
             out = {}
             for t in names:
+                key = f"table:{rel}/{t}"
+                if self._excluded(key):
+                    continue
+                quoted = t.replace(chr(34), "")
+                cols = [r[1] for r in con.execute(f'pragma table_info("{quoted}")')]
+                keep = [c for c in cols if not self._excluded(f"{key}.{c}")]
+                if not keep:
+                    continue
+                select = ", ".join('"' + c.replace(chr(34), "") + '"' for c in keep) if len(keep) < len(cols) else "*"
                 h = hashlib.sha256()
-                rows = [repr(r).encode() for r in con.execute(f'select * from "{t.replace(chr(34), "")}"')]
+                rows = [repr(r).encode() for r in con.execute(f'select {select} from "{quoted}"')]
                 for r in sorted(rows):
                     h.update(r + b"\n")
-                out[f"table:{rel}/{t}"] = h.hexdigest()
+                out[key] = h.hexdigest()
             return out
         except sqlite3.Error:
             return None

@@ -72,6 +72,26 @@ def test_an_instance_digests_its_tables_resets_to_the_snapshot_and_never_touches
         inst.close()
 
 
+def test_a_digest_leaves_out_the_tables_and_columns_a_recipe_excludes(tmp_path: Path) -> None:
+    """A login's timestamp and a search index an app rebuilds on a read are no change a user made: a recipe names
+    them (``table:…/t`` and ``table:…/t.column``) and the digest skips them — while the rest of that row counts."""
+    db = tmp_path / "app.db"
+    con = sqlite3.connect(db)
+    con.executescript("create table users(id integer primary key, name text, active int, last_login text);"
+                      "create table search_index(term text); insert into users values (1, 'ana', 1, 'mon');")
+    con.commit()
+    digester = Digester(tmp_path, ["table:app.db/search_*", "table:app.db/users.last_login"])
+    before = digester.read()
+    assert set(before.parts) == {"table:app.db/users"}
+    con.executescript("update users set last_login = 'tue'; insert into search_index values ('ana');")
+    con.commit()
+    assert Digester(tmp_path, digester.exclude).read().changed(before) == []
+    con.executescript("update users set active = 0;")  # deactivating the user is a change
+    con.commit()
+    assert Digester(tmp_path, digester.exclude).read().changed(before) == ["table:app.db/users"]
+    con.close()
+
+
 def test_a_recipe_needs_a_port_placeholder_and_the_error_names_the_key(tmp_path: Path) -> None:
     bad = {"run_id": "r", "output": str(tmp_path), "devices": [{"name": "d", "url": "http://127.0.0.1:1"}],
            "apps": [{"id": "a", "entry": "http://127.0.0.1:1/", "environment": {"start": "serve --data {data}"}}]}
