@@ -25,7 +25,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
-from urllib.parse import unquote_plus
+from urllib.parse import parse_qsl, unquote_plus, urlparse
 
 from graph.paths import Hop, breadth_first, route_to
 from graph.reader import AppGraph
@@ -53,6 +53,9 @@ HISTORY_DEPENDENT = {ActionType.NAVIGATE_BACK}
 POINTED = {ActionType.CLICK, ActionType.LONG_PRESS, ActionType.TYPE, ActionType.SELECT, ActionType.HOVER}
 FILL_TYPES = {ActionType.TYPE, ActionType.SELECT}
 MIN_TYPED_CHARS = 3
+# A URL path ending in a script's file name (``/index.php``, ``/cgi-bin/app.cgi``): the program that serves the
+# pages, not a page of its own.
+SCRIPT = re.compile(r"/[^/]+\.(?:php\d?|cgi|pl|aspx?|jsp|py|fcgi)$", re.IGNORECASE)
 LEAVES_APP = re.compile(r"\b(log ?out|sign ?out)\b|退出|登出|注销", re.IGNORECASE)
 
 
@@ -361,6 +364,7 @@ class Navigator:
         self._reached: dict[str, Hop[str, tuple[Transition, Anchored]]] = {}
         self.groups = screen_groups(graph)  # state -> its screen: routes are planned over screens
         self._link_map: dict[ElementKey, Transition] | None = None
+        self._dependent: set[ElementKey] = set()
         self.members: dict[str, list[str]] = {}
         for state, key in self.groups.items():
             self.members.setdefault(key, []).append(state)
@@ -476,9 +480,18 @@ class Navigator:
             for el in obs.elements:
                 if el.visible and el.clickable:
                     shown_at.setdefault(element_key(el), set()).add(location_path(obs))
+        self._dependent = dependent
         return {key: first[key] for key, to in dests.items()
                 if len(to) == 1 and key not in dependent
                 and (len(sources[key]) >= 2 or len(shown_at.get(key, ())) >= 3)}
+
+    def source_dependent(self, key: ElementKey) -> bool:
+        """Whether a tap of the control ``key`` led somewhere that depended on the page it was on (a tab that
+        opens the current page's history, a link back with the page in its query): where it was tapped says
+        nothing about where it leads from another screen."""
+        if self._link_map is None:
+            self._link_map = self._links()
+        return key in self._dependent
 
     def ways_out(self, state: str) -> Iterator[Transition]:
         """The edges the crawl took from ``state``'s screen: its own first, then its screen mates' in crawl order."""
@@ -507,10 +520,19 @@ def _source_dependent(before: Observation, after: Observation) -> bool:
     """Whether where a tap went depends on the page it was on: the same page (another query: a tab, a history),
     a page below it (``/notes/6/edit``), or a page naming it (``Special:WhatLinksHere/Garden``)."""
     src, dst = location_path(before).rstrip("/"), location_path(after).rstrip("/")
-    if dst == src or dst.startswith(src + "/"):
-        return True
-    name = unquote_plus(src.rsplit("/", 1)[-1]).casefold()
-    return len(name) >= 3 and name in unquote_plus(after.location).casefold()
+    if SCRIPT.search(src):
+        # A front controller (``/index.php?title=Garden``) serves every page of the app, by query or by path
+        # (``/index.php/Special:Preferences``): every page is at or below its path, and its name is in every URL.
+        # The page it showed is named by its query's values; a tap whose page names one of them depended on it.
+        names = [unquote_plus(v) for _, v in parse_qsl(urlparse(before.location).query)]
+    else:
+        if dst == src or dst.startswith(src + "/"):
+            return True
+        names = [unquote_plus(src.rsplit("/", 1)[-1])]
+    # a page naming it names it in its route (``Special:WhatLinksHere/Garden``); a query value that only remembers
+    # where the tap came from (``?returnTo=/gateway/budgets``) changes nothing the page shows
+    where = unquote_plus(after.location if SCRIPT.search(dst) else location_path(after)).casefold()
+    return any(len(name) >= 3 and name.casefold() in where for name in names)
 
 
 def timeline(graph: AppGraph) -> list[Transition]:

@@ -1,0 +1,92 @@
+"""Where an app keeps its pages must not decide what the planner reaches (synthesis on apps nobody tuned it for).
+
+Small hand-built graphs, each the shape of a real crawl of a third-party app, each failing without its fix:
+
+- a single-page app whose pages are hash routes (``/#/prompts``): every page has the URL path ``/``, so a
+  sidebar link shown on every page counted as shown at one place, every tap as "staying on its page", and the
+  sidebar was no way out of any screen — the crawl's one walk through it was every route, refused as a detour;
+- a front controller (``/index.php?title=Start``, ``/index.php/Roadmap``): every page looked "below" the script
+  and every URL carries the script's name, so no link of the navigation bar counted as one; a tab whose page
+  names the page it was on (a talk page) still does;
+- a link back with the page it came from in its query (``?returnTo=/budgets``) still goes to one place;
+- a control whose one tap depended on its page ("Edit" on the roadmap) says nothing about where it leads from
+  another page, so it proves no detour.
+"""
+
+from __future__ import annotations
+
+from test_synth_reach import Crawl, Spec, _plans, _wiki_chain
+
+from pipelines.synthesis.goals import Planner
+from pipelines.synthesis.navigation import Navigator
+
+
+def _chain(paths: dict[str, str], bar_extra: list[Spec] | None = None) -> Crawl:
+    """Start → Guide → Timeline → Roadmap, walked once and never back, each page showing the bar (Timeline,
+    Roadmap); the bar's "Roadmap" was tapped once, on Timeline. ``paths`` gives each page's URL."""
+    c = Crawl("spa")
+    bar: list[Spec] = [("tl", "link", "Timeline", "nav-timeline"), ("rm", "link", "Roadmap", "nav-roadmap"),
+                       *(bar_extra or [])]
+    start = c.capture("start", "start", paths["start"], "Welcome", [("guide", "link", "Guide", "body"), *bar])
+    guide = c.capture("guide", "guide", paths["guide"], "The Guide", bar)
+    c.act(start, "guide", guide)
+    tl = c.capture("timeline", "timeline", paths["timeline"], "Timeline", bar)
+    c.act(guide, "tl", tl)
+    rm = c.capture("roadmap", "roadmap", paths["roadmap"], "Roadmap", bar)
+    c.act(tl, "rm", rm)
+    return c
+
+
+def _taps(c: Crawl, target: str) -> list[str]:
+    plan = _plans(c.graph())[target]
+    return [s.target_label for s in plan.steps if s.edge_id]
+
+
+def test_a_hash_routed_apps_sidebar_is_a_way_out_of_every_page() -> None:
+    c = _chain({"start": "/#/start", "guide": "/#/guide", "timeline": "/#/timeline", "roadmap": "/#/roadmap"})
+    assert _taps(c, "Roadmap") == ["Roadmap"]  # from the start page, one tap — not Guide, Timeline, Roadmap
+    assert Navigator(c.graph()).dist["roadmap"] == 1
+    planner = Planner(c.graph())
+    planner.plans()
+    assert not [d for _p, why, d in planner.refused if why == "detour_plan"]
+
+
+def test_an_anchor_is_still_a_place_on_its_page_not_a_route() -> None:
+    # ``#section`` scrolls the page: the pages are all "/", as before, and the bar counts as shown at one place
+    c = _chain({"start": "/#start", "guide": "/#guide", "timeline": "/#timeline", "roadmap": "/#roadmap"})
+    assert Navigator(c.graph()).dist["roadmap"] == 3
+
+
+def test_a_front_controllers_navigation_bar_is_a_way_out_of_every_page() -> None:
+    c = _chain({"start": "/index.php?title=Start", "guide": "/index.php/Guide",
+                "timeline": "/index.php?title=Timeline", "roadmap": "/index.php/Roadmap"})
+    assert _taps(c, "Roadmap") == ["Roadmap"]
+    assert Navigator(c.graph()).dist["roadmap"] == 1
+
+
+def test_a_tab_whose_page_names_the_page_it_was_on_stays_page_bound_behind_a_front_controller() -> None:
+    c = _chain({"start": "/index.php/Start", "guide": "/index.php/Guide",
+                "timeline": "/index.php?title=Timeline", "roadmap": "/index.php?title=Roadmap"},
+               bar_extra=[("talk", "link", "Talk", "tab-talk")])
+    talk = c.capture("talk", "talk", "/index.php/Talk:Roadmap", "Talk:Roadmap", [])
+    c.act("roadmap", "talk", talk)
+    nav = Navigator(c.graph())
+    assert nav.dist["talk"] == 2  # Roadmap (one tap of the bar), then its own Talk tab — never Talk from Start
+    assert [e.id for e, _a in nav.path_to("talk") or []][-1] == "t03"
+
+
+def test_a_link_that_remembers_where_it_came_from_still_goes_to_one_place() -> None:
+    c = _chain({"start": "/#/start", "guide": "/#/guide", "timeline": "/#/timeline", "roadmap": "/#/roadmap"},
+               bar_extra=[("set", "link", "Settings", "nav-settings")])
+    settings = c.capture("settings", "settings", "/#/settings?returnTo=%2Froadmap", "Settings", [])
+    c.act("roadmap", "set", settings)
+    assert _taps(c, "Settings") == ["Settings"]  # one tap from the start page
+
+
+def test_a_tab_that_acted_on_its_own_page_proves_no_detour_from_another() -> None:
+    # "Edit", on every page, was tapped once, on the roadmap, and opened the roadmap's editor: tapping it on the
+    # start page would edit the start page, so Roadmap → Edit is the way, not a detour around it.
+    planner = Planner(_wiki_chain(edit_tab=True).graph())
+    plans = {p.facts.target: p for p in planner.plans()}
+    assert [s.target_label for s in plans["Editing Roadmap"].steps if s.edge_id] == ["Roadmap", "Edit"]
+    assert not [d for _p, why, d in planner.refused if why == "detour_plan"]
