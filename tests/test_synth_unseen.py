@@ -90,3 +90,38 @@ def test_a_tab_that_acted_on_its_own_page_proves_no_detour_from_another() -> Non
     plans = {p.facts.target: p for p in planner.plans()}
     assert [s.target_label for s in plans["Editing Roadmap"].steps if s.edge_id] == ["Roadmap", "Edit"]
     assert not [d for _p, why, d in planner.refused if why == "detour_plan"]
+
+
+def _admin() -> Crawl:
+    """An admin app served under ``/admin/``: the dashboard's sidebar (Images, Documents, a "Pages" button that
+    unfolds a menu in place) on every page. The crawl tapped Images on the dashboard, Documents on Images, then
+    unfolded the Pages menu on Documents."""
+    c = Crawl("cms")
+    bar: list[Spec] = [("img", "link", "Images", "nav-img"), ("doc", "link", "Documents", "nav-doc"),
+                       ("pages", "button", "Pages", "nav-pages")]
+    dash = c.capture("dash", "dash", "/admin/", "Dashboard", bar)
+    images = c.capture("images", "images", "/admin/images/", "Images", bar)
+    c.act(dash, "img", images)
+    docs = c.capture("docs", "docs", "/admin/documents/", "Documents", bar)
+    c.act(images, "doc", docs)
+    menu = c.capture("docs-menu", "docs-menu", "/admin/documents/", "Pages",
+                     [*bar, ("explorer", "link", "Explorer", "menu-explorer")])
+    c.act(docs, "pages", menu)
+    return c
+
+
+def test_the_start_pages_links_to_sections_under_it_are_links_to_one_place() -> None:
+    # /admin/images/ is below /admin/ by its path, but the dashboard is the app's home: every page is under it,
+    # so its sidebar's Images is a link to one place, a way out of every screen showing it.
+    c = _admin()
+    nav = Navigator(c.graph())
+    assert ("link", "nav-img", "Images") in nav._links()
+    assert "images" in {to for _e, to in nav.hops_from("docs")}
+
+
+def test_a_menu_button_that_unfolded_in_place_is_still_a_possible_detour() -> None:
+    # "Pages" stayed on its page (it unfolds a menu): nothing says the dashboard's "Pages" does anything else, so
+    # dashboard → Documents → Pages passes a control that was on screen from the start.
+    planner = Planner(_admin().graph())
+    planner.plans()
+    assert any("“Pages”" in d for _p, why, d in planner.refused if why == "detour_plan")

@@ -596,8 +596,8 @@ class Planner:
         here = set().union(*self._led_from(state, key).values())
         if here:
             return self._screen(goal) in here
-        if self.nav.source_dependent(key):
-            # Where it led depended on the page it was on (a tab that opened the page's own editor): only a tap on
+        if self.nav.page_bound(key):
+            # Where it led belonged to the page it was on (a tab that opened the page's own editor): only a tap on
             # this very page (another state of it) says where it leads from here.
             return self._screen(goal) in self._led_from_page(state, key)
         return self._destinations().get(key, (set(), set()))[1] <= {self._screen(goal)}

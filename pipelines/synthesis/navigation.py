@@ -364,7 +364,7 @@ class Navigator:
         self._reached: dict[str, Hop[str, tuple[Transition, Anchored]]] = {}
         self.groups = screen_groups(graph)  # state -> its screen: routes are planned over screens
         self._link_map: dict[ElementKey, Transition] | None = None
-        self._dependent: set[ElementKey] = set()
+        self._page_bound: set[ElementKey] = set()
         self.members: dict[str, list[str]] = {}
         for state, key in self.groups.items():
             self.members.setdefault(key, []).append(state)
@@ -464,6 +464,9 @@ class Navigator:
         first: dict[ElementKey, Transition] = {}
         sources: dict[ElementKey, set[str]] = {}
         dependent: set[ElementKey] = set()
+        stayed: set[ElementKey] = set()
+        start = self.clean_capture(g.entry) if g.entry else None
+        home = location_path(start) if start is not None and "://" in start.location else ""
         for t in timeline(g):
             src, el = target_of(g, t)
             after = g.observations.get(t.to_observation_id)
@@ -473,25 +476,30 @@ class Navigator:
             first.setdefault(key, t)
             dests.setdefault(key, set()).add(self.groups.get(t.to_state, t.to_state))
             sources.setdefault(key, set()).add(self.groups.get(t.from_state, t.from_state))
-            if _source_dependent(src, after):
+            if _source_dependent(src, after, home):
                 dependent.add(key)
+                if location_path(src) == location_path(after) and not SCRIPT.search(location_path(src)):
+                    stayed.add(key)
+            else:
+                stayed.add(key)  # a plain link (or a toggle that stayed put): not bound to its page
         shown_at: dict[ElementKey, set[str]] = {}
         for obs in g.observations.values():
             for el in obs.elements:
                 if el.visible and el.clickable:
                     shown_at.setdefault(element_key(el), set()).add(location_path(obs))
-        self._dependent = dependent
+        self._page_bound = dependent - stayed
         return {key: first[key] for key, to in dests.items()
                 if len(to) == 1 and key not in dependent
                 and (len(sources[key]) >= 2 or len(shown_at.get(key, ())) >= 3)}
 
-    def source_dependent(self, key: ElementKey) -> bool:
-        """Whether a tap of the control ``key`` led somewhere that depended on the page it was on (a tab that
-        opens the current page's history, a link back with the page in its query): where it was tapped says
-        nothing about where it leads from another screen."""
+    def page_bound(self, key: ElementKey) -> bool:
+        """Whether every tap of the control ``key`` opened another page that belongs to the page it was on (its
+        editor ``/notes/6/edit``, ``Special:WhatLinksHere/Garden``): where it led from one page says nothing
+        about where it leads from another. A control that once stayed on its page (a menu it unfolds, a filter)
+        or once went to a page of its own is not: it may well lead where it did from anywhere."""
         if self._link_map is None:
             self._link_map = self._links()
-        return key in self._dependent
+        return key in self._page_bound
 
     def ways_out(self, state: str) -> Iterator[Transition]:
         """The edges the crawl took from ``state``'s screen: its own first, then its screen mates' in crawl order."""
@@ -516,10 +524,15 @@ class Navigator:
         return location_path(a) == location_path(b)
 
 
-def _source_dependent(before: Observation, after: Observation) -> bool:
+def _source_dependent(before: Observation, after: Observation, home: str = "") -> bool:
     """Whether where a tap went depends on the page it was on: the same page (another query: a tab, a history),
-    a page below it (``/notes/6/edit``), or a page naming it (``Special:WhatLinksHere/Garden``)."""
+    a page below it (``/notes/6/edit``), or a page naming it (``Special:WhatLinksHere/Garden``).
+
+    ``home`` is the path of the page the app starts on: every page of an app served under ``/admin/`` is below
+    its dashboard there, so the dashboard's links to its sections (``/admin/images/``) belong to no page."""
     src, dst = location_path(before).rstrip("/"), location_path(after).rstrip("/")
+    if (not src or (home and src == home.rstrip("/"))) and dst != src:
+        return False  # the site's root, like the app's home, is no page the pages under it belong to
     if SCRIPT.search(src):
         # A front controller (``/index.php?title=Garden``) serves every page of the app, by query or by path
         # (``/index.php/Special:Preferences``): every page is at or below its path, and its name is in every URL.
