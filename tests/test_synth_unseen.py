@@ -125,3 +125,20 @@ def test_a_menu_button_that_unfolded_in_place_is_still_a_possible_detour() -> No
     planner = Planner(_admin().graph())
     planner.plans()
     assert any("“Pages”" in d for _p, why, d in planner.refused if why == "detour_plan")
+
+
+def test_pages_under_one_frame_heading_are_named_by_the_links_that_opened_them() -> None:
+    # A database browser heads every table's page "SQL": the tables are four goals named by the sidebar's links,
+    # not one "SQL" goal (equal goals collapse into one plan) that says nothing of which table.
+    c = Crawl("db")
+    tables = ["invoices", "customers", "projects", "orders"]
+    bar: list[Spec] = [(f"t-{t}", "link", t, f"table-{t}") for t in tables]
+    prev = c.capture("home", "home", "/", "Tables", bar)
+    for t in tables:
+        page = c.capture(t, t, f"/{t}/", "SQL", bar)
+        c.act(prev, f"t-{t}", page)
+        prev = page
+    plans = Planner(c.graph()).plans()
+    names = {p.facts.target for p in plans if p.kind == "screen"}
+    assert "SQL" not in names
+    assert len(names & set(tables)) >= 3  # a list's entries are spread over (``MAX_PER_LIST``)
