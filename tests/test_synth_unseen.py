@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from test_synth_reach import Crawl, Spec, _plans, _wiki_chain
 
+from pipelines.synthesis.calls import step_call
 from pipelines.synthesis.goals import Planner
 from pipelines.synthesis.navigation import Navigator
 
@@ -138,7 +139,12 @@ def test_pages_under_one_frame_heading_are_named_by_the_links_that_opened_them()
         page = c.capture(t, t, f"/{t}/", "SQL", bar)
         c.act(prev, f"t-{t}", page)
         prev = page
-    plans = Planner(c.graph()).plans()
+    g = c.graph()
+    plans = Planner(g).plans()
     names = {p.facts.target for p in plans if p.kind == "screen"}
     assert "SQL" not in names
     assert len(names & set(tables)) >= 3  # a list's entries are spread over (``MAX_PER_LIST``)
+    # and the steps call the page what the task does: "The invoices page is open", not "The SQL page is open"
+    plan = next(p for p in plans if p.facts.target == "invoices")
+    done = step_call(g, plan, len(plan.steps) - 1, "Open invoices.", "en", "v")
+    assert done.payload["screen"]["screen"] == "invoices"

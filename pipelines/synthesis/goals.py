@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from urllib.parse import urlparse
 
 from graph.reader import AppGraph
-from pipelines.synthesis.graph_names import site_titles_of
+from pipelines.synthesis.graph_names import frame_headings_of, site_titles_of
 from pipelines.synthesis.navigation import (
     Anchored,
     Navigator,
@@ -375,7 +375,6 @@ class Planner:
         self._tried_cache: dict[str, set[ElementKey]] | None = None
         self._destinations_cache: dict[ElementKey, tuple[set[str], set[str]]] | None = None
         self._edges_by_id: dict[str, Transition] | None = None
-        self._frame_cache: frozenset[str] | None = None
 
     def _nav_links(self) -> set[str]:
         """Link labels shown as links at three or more locations: a navigation bar's, not a list's items (an
@@ -747,16 +746,6 @@ class Planner:
         name, shape = named
         return as_said(name, clip(spoken_label(target)) if target is not None else ""), shape
 
-    def _frame_headings(self) -> frozenset[str]:
-        """Headings of the app's frame, not of a screen (``graph.user_screens.chrome_headings``: the same words
-        over pages of several routes), as names are compared here (clipped)."""
-        if self._frame_cache is None:
-            from graph.user_screens import chrome_headings
-
-            reps = [o for o in (self.graph.representative(s) for s in self.graph.states) if o is not None]
-            self._frame_cache = frozenset(clip(h) for h in chrome_headings((o.location, o.elements) for o in reps))
-        return self._frame_cache
-
     def _screen_name(self, before: Observation, after: Observation, target: Element | None) -> tuple[str, str] | None:
         """``_name`` before a program's title is traded for the words of the control that opened it."""
         # a heading that ends in a colon labels a block ("Download in other formats:"), it names no screen
@@ -773,7 +762,7 @@ class Planner:
             # would call "logo".
             said = " ".join((target.text or target.content_desc).split()) if target is not None else ""
             name = heading(after, site_titles_of(self.graph)) or (fresh[0] if fresh else "") or clip(said)
-            if (name in self._frame_headings() and WORDY.search(said) and not PLACEHOLDER_LABEL.match(said)
+            if (name in frame_headings_of(self.graph) and WORDY.search(said) and not PLACEHOLDER_LABEL.match(said)
                     and name != clip(said)):
                 # A heading the app puts over pages of several routes ("SQL" over every table of a database
                 # browser) names none of them: each is what the link that opened it said ("invoices").
