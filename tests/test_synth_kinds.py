@@ -197,12 +197,14 @@ def test_composite_chains_goals_through_steps_the_screen_explains(monkeypatch: p
 
 def test_a_route_through_an_unrelated_label_is_not_taken(monkeypatch: pytest.MonkeyPatch) -> None:
     # From "Dune Messiah" the crawl only went on through "Discussion": nothing on screen says the talk page leads to
-    # the book to delete, so no chain is built, although the graph has the route.
+    # the book to delete, so no chain goes that way, although the graph has the route. (The navigation bar's
+    # "Books", on every page, is a way on that says what it is for: a chain may take that one.)
     monkeypatch.setattr(composite, "MIN_STEPS", 6)
     edges = [*BROWSE, DELETE, *SEARCH, ("messiah", "talk", "talk", NO), ("talk", "dune", "dune", NO)]
     planner = Planner(_graph(edges), 20)
     plans = planner.plans()
-    assert not [c for c in plans if isinstance(c, composite.CompositePlan) and c.parts[0].kind == "search"]
+    chains = [c for c in plans if isinstance(c, composite.CompositePlan)]
+    assert not [c for c in chains if "Discussion" in [s.target_label for s in c.steps]]
     search, delete = (next(p for p in plans if p.kind == k) for k in ("search", "delete"))
     joiner = composite._Joiner(planner)
     joiner.current = (list(search.steps), [0] * len(search.steps))

@@ -78,11 +78,21 @@ def test_an_edit_tab_that_edits_its_own_page_is_no_shortcut_to_editing_another()
     assert not any("Edit" in d for d in _refused(planner, "detour_plan"))
 
 
-def test_a_control_known_only_from_the_goal_page_still_counts_as_a_possible_detour() -> None:
-    # Nothing says where the main page's "Edit" leads: the planner stays cautious, and the shortcut is probed.
+def test_a_tab_seen_acting_on_its_own_page_is_no_shortcut_from_another() -> None:
+    # "Edit", tapped only on Garden, opened a page under Garden's own (``/wiki/Garden/edit``): it acts on the page
+    # it is on, so the main page's "Edit" would edit the main page — the route main → Garden → Edit is the way.
     planner = Planner(_graph([("main", "page", "garden"), ("garden", "edit", "edit-garden")]))
-    assert "Editing Garden" not in _screens(planner)
-    assert any("Edit" in d for d in _refused(planner, "detour_plan"))
+    assert "Editing Garden" in _screens(planner)
+    assert not any("Edit" in d for d in _refused(planner, "detour_plan"))
+
+
+def test_a_link_known_only_from_the_goal_page_still_counts_as_a_possible_detour() -> None:
+    # "Recent changes", tapped only on Garden, opened a page of its own (not Garden's): the main page's copy
+    # may well go there too, so main → Garden → Recent changes may be a detour: the planner stays cautious, and
+    # the shortcut is probed.
+    planner = Planner(_graph([("main", "page", "garden"), ("garden", "rc", "rc")]))
+    assert "Recent changes" not in _screens(planner)
+    assert any("Recent changes" in d for d in _refused(planner, "detour_plan"))
 
 
 def test_look_alike_links_that_lead_to_one_place_are_no_ambiguity() -> None:

@@ -22,11 +22,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from graph.reader import AppGraph
-from pipelines.synthesis.goals import GoalPlan, PlanStep, StepRole
-from pipelines.synthesis.graph_names import page_links_of, site_titles_of
+from pipelines.synthesis.goals import PLACEHOLDER_LABEL, GoalPlan, PlanStep, StepRole
+from pipelines.synthesis.graph_names import frame_headings_of, page_links_of, site_titles_of
 from pipelines.synthesis.kinds.composite import known_texts, part_payload
 from pipelines.synthesis.screens import (
     MAX_TEXT_CHARS,
+    WORDY,
     as_said,
     as_written,
     clip,
@@ -119,7 +120,10 @@ def _screen_in_context(graph: AppGraph, plan: GoalPlan, index: int, obs: Observa
             first = as_written(link_name(link))
         name = first or name
     if name:
-        name = as_said(name, _opener(graph, plan, index, name))
+        said_by = _opener(graph, plan, index, name)
+        # a heading over pages of several routes ("SQL" over every table) names none: the link that opened it does
+        framed = name in frame_headings_of(graph) and WORDY.search(said_by) and not PLACEHOLDER_LABEL.match(said_by)
+        name = said_by if framed else as_said(name, said_by)
     return {**summary, "screen": name}
 
 

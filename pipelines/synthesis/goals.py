@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from urllib.parse import urlparse
 
 from graph.reader import AppGraph
-from pipelines.synthesis.graph_names import site_titles_of
+from pipelines.synthesis.graph_names import frame_headings_of, site_titles_of
 from pipelines.synthesis.navigation import (
     Anchored,
     Navigator,
@@ -556,6 +556,17 @@ class Planner:
                 out.setdefault(occurrence(src, el), set()).add(self._screen(t.to_state))
         return out
 
+    def _led_from_page(self, state: str, key: ElementKey) -> set[str]:
+        """The screens the control ``key`` led to when tapped on a capture at the same address as ``state``'s."""
+        here = self.nav.clean_capture(state) or self.graph.representative(state)
+        out: set[str] = set()
+        for t in self.graph.transitions:
+            src, el = target_of(self.graph, t)
+            if (el is not None and here is not None and src.location == here.location and element_key(el) == key
+                    and t.effective and not t.error):
+                out.add(self._screen(t.to_state))
+        return out
+
     def _one_destination(self, key: ElementKey, step: PlanStep, twins: int) -> bool:
         """Whether every control with this identity leads where the step's own edge does, so either may be
         picked: each of the ``twins`` on this screen was tapped here and led there, or the control was tapped on
@@ -585,6 +596,10 @@ class Planner:
         here = set().union(*self._led_from(state, key).values())
         if here:
             return self._screen(goal) in here
+        if self.nav.page_bound(key):
+            # Where it led belonged to the page it was on (a tab that opened the page's own editor): only a tap on
+            # this very page (another state of it) says where it leads from here.
+            return self._screen(goal) in self._led_from_page(state, key)
         return self._destinations().get(key, (set(), set()))[1] <= {self._screen(goal)}
 
     def detour(self, plan: GoalPlan) -> str:
@@ -747,6 +762,11 @@ class Planner:
             # would call "logo".
             said = " ".join((target.text or target.content_desc).split()) if target is not None else ""
             name = heading(after, site_titles_of(self.graph)) or (fresh[0] if fresh else "") or clip(said)
+            if (name in frame_headings_of(self.graph) and WORDY.search(said) and not PLACEHOLDER_LABEL.match(said)
+                    and name != clip(said)):
+                # A heading the app puts over pages of several routes ("SQL" over every table of a database
+                # browser) names none of them: each is what the link that opened it said ("invoices").
+                name = clip(said)
             return (name, "page") if name else None
         if fresh:  # the same page with something new opened in it (a tiddler, a section): named by that
             return fresh[0], "page"

@@ -11,7 +11,7 @@ from collections import Counter, defaultdict
 from typing import cast
 
 from graph.reader import AppGraph
-from pipelines.synthesis.screens import CHROME_PATH, link_name, location_path, site_titles
+from pipelines.synthesis.screens import CHROME_PATH, clip, link_name, location_path, site_titles
 from schemas import Observation
 
 
@@ -22,6 +22,19 @@ def site_titles_of(graph: AppGraph) -> frozenset[str]:
             [graph.observations[i] for i in ids if i in graph.observations]
             for ids in graph.state_observations.values())
     return cast(frozenset[str], graph.derived["site_titles"])
+
+
+def frame_headings_of(graph: AppGraph) -> frozenset[str]:
+    """Headings of the app's frame, not of one screen (``graph.user_screens.chrome_headings``: the same words
+    over pages of several routes, "SQL" over every table of a database browser), clipped as names are: such a
+    page is called by the link that opened it, in its goal and in its steps alike."""
+    if "frame_headings" not in graph.derived:
+        from graph.user_screens import chrome_headings
+
+        reps = [o for o in (graph.representative(s) for s in graph.states) if o is not None]
+        graph.derived["frame_headings"] = frozenset(
+            clip(h) for h in chrome_headings((o.location, o.elements) for o in reps))
+    return cast(frozenset[str], graph.derived["frame_headings"])
 
 
 def page_links_of(graph: AppGraph) -> dict[str, tuple[str, ...]]:

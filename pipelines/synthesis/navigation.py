@@ -25,7 +25,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
-from urllib.parse import unquote_plus
+from urllib.parse import parse_qsl, unquote_plus, urlparse
 
 from graph.paths import Hop, breadth_first, route_to
 from graph.reader import AppGraph
@@ -53,6 +53,9 @@ HISTORY_DEPENDENT = {ActionType.NAVIGATE_BACK}
 POINTED = {ActionType.CLICK, ActionType.LONG_PRESS, ActionType.TYPE, ActionType.SELECT, ActionType.HOVER}
 FILL_TYPES = {ActionType.TYPE, ActionType.SELECT}
 MIN_TYPED_CHARS = 3
+# A URL path ending in a script's file name (``/index.php``, ``/cgi-bin/app.cgi``): the program that serves the
+# pages, not a page of its own.
+SCRIPT = re.compile(r"/[^/]+\.(?:php\d?|cgi|pl|aspx?|jsp|py|fcgi)$", re.IGNORECASE)
 LEAVES_APP = re.compile(r"\b(log ?out|sign ?out)\b|退出|登出|注销", re.IGNORECASE)
 
 
@@ -361,6 +364,7 @@ class Navigator:
         self._reached: dict[str, Hop[str, tuple[Transition, Anchored]]] = {}
         self.groups = screen_groups(graph)  # state -> its screen: routes are planned over screens
         self._link_map: dict[ElementKey, Transition] | None = None
+        self._page_bound: set[ElementKey] = set()
         self.members: dict[str, list[str]] = {}
         for state, key in self.groups.items():
             self.members.setdefault(key, []).append(state)
@@ -460,6 +464,9 @@ class Navigator:
         first: dict[ElementKey, Transition] = {}
         sources: dict[ElementKey, set[str]] = {}
         dependent: set[ElementKey] = set()
+        stayed: set[ElementKey] = set()
+        start = self.clean_capture(g.entry) if g.entry else None
+        home = location_path(start) if start is not None and "://" in start.location else ""
         for t in timeline(g):
             src, el = target_of(g, t)
             after = g.observations.get(t.to_observation_id)
@@ -469,16 +476,30 @@ class Navigator:
             first.setdefault(key, t)
             dests.setdefault(key, set()).add(self.groups.get(t.to_state, t.to_state))
             sources.setdefault(key, set()).add(self.groups.get(t.from_state, t.from_state))
-            if _source_dependent(src, after):
+            if _source_dependent(src, after, home):
                 dependent.add(key)
+                if location_path(src) == location_path(after) and not SCRIPT.search(location_path(src)):
+                    stayed.add(key)
+            else:
+                stayed.add(key)  # a plain link (or a toggle that stayed put): not bound to its page
         shown_at: dict[ElementKey, set[str]] = {}
         for obs in g.observations.values():
             for el in obs.elements:
                 if el.visible and el.clickable:
                     shown_at.setdefault(element_key(el), set()).add(location_path(obs))
+        self._page_bound = dependent - stayed
         return {key: first[key] for key, to in dests.items()
                 if len(to) == 1 and key not in dependent
                 and (len(sources[key]) >= 2 or len(shown_at.get(key, ())) >= 3)}
+
+    def page_bound(self, key: ElementKey) -> bool:
+        """Whether every tap of the control ``key`` opened another page that belongs to the page it was on (its
+        editor ``/notes/6/edit``, ``Special:WhatLinksHere/Garden``): where it led from one page says nothing
+        about where it leads from another. A control that once stayed on its page (a menu it unfolds, a filter)
+        or once went to a page of its own is not: it may well lead where it did from anywhere."""
+        if self._link_map is None:
+            self._link_map = self._links()
+        return key in self._page_bound
 
     def ways_out(self, state: str) -> Iterator[Transition]:
         """The edges the crawl took from ``state``'s screen: its own first, then its screen mates' in crawl order."""
@@ -503,14 +524,28 @@ class Navigator:
         return location_path(a) == location_path(b)
 
 
-def _source_dependent(before: Observation, after: Observation) -> bool:
+def _source_dependent(before: Observation, after: Observation, home: str = "") -> bool:
     """Whether where a tap went depends on the page it was on: the same page (another query: a tab, a history),
-    a page below it (``/notes/6/edit``), or a page naming it (``Special:WhatLinksHere/Garden``)."""
+    a page below it (``/notes/6/edit``), or a page naming it (``Special:WhatLinksHere/Garden``).
+
+    ``home`` is the path of the page the app starts on: every page of an app served under ``/admin/`` is below
+    its dashboard there, so the dashboard's links to its sections (``/admin/images/``) belong to no page."""
     src, dst = location_path(before).rstrip("/"), location_path(after).rstrip("/")
-    if dst == src or dst.startswith(src + "/"):
-        return True
-    name = unquote_plus(src.rsplit("/", 1)[-1]).casefold()
-    return len(name) >= 3 and name in unquote_plus(after.location).casefold()
+    if (not src or (home and src == home.rstrip("/"))) and dst != src:
+        return False  # the site's root, like the app's home, is no page the pages under it belong to
+    if SCRIPT.search(src):
+        # A front controller (``/index.php?title=Garden``) serves every page of the app, by query or by path
+        # (``/index.php/Special:Preferences``): every page is at or below its path, and its name is in every URL.
+        # The page it showed is named by its query's values; a tap whose page names one of them depended on it.
+        names = [unquote_plus(v) for _, v in parse_qsl(urlparse(before.location).query)]
+    else:
+        if dst == src or dst.startswith(src + "/"):
+            return True
+        names = [unquote_plus(src.rsplit("/", 1)[-1])]
+    # a page naming it names it in its route (``Special:WhatLinksHere/Garden``); a query value that only remembers
+    # where the tap came from (``?returnTo=/gateway/budgets``) changes nothing the page shows
+    where = unquote_plus(after.location if SCRIPT.search(dst) else location_path(after)).casefold()
+    return any(len(name) >= 3 and name.casefold() in where for name in names)
 
 
 def timeline(graph: AppGraph) -> list[Transition]:

@@ -207,8 +207,18 @@ def has_dialog(obs: Observation) -> bool:
 
 
 def location_path(obs: Observation) -> str:
+    """Where a screen is: the URL's path, with a single-page app's hash route (``#/prompts``, ``#!/x``) read as
+    more path (``graph.user_screens.route`` reads it the same way) — for such an app every page has the path
+    ``/``, and "a link shown at three places", "a page below this one" or "the tap kept the page" would all be
+    judged on one place. An anchor (``#section``) stays a scroll position of its page. Android: the activity."""
     loc = obs.location
-    return urlparse(loc).path if "://" in loc else loc
+    if "://" not in loc:
+        return loc
+    parts = urlparse(loc)
+    if parts.fragment.startswith(("/", "!/")):
+        route = parts.fragment.lstrip("!").partition("?")[0]
+        return parts.path.rstrip("/") + "#" + route
+    return parts.path
 
 
 def visible_texts(obs: Observation, limit: int | None = None) -> list[str]:
