@@ -33,7 +33,7 @@ from pipelines.synthesis.backends.offline import OfflineBackend
 from pipelines.synthesis.beam_inference import BackendModelHandler, CacheIdentity, ResolveCalls
 from pipelines.synthesis.beam_pipeline import run_synthesis_beam
 from pipelines.synthesis.calls import Call
-from pipelines.synthesis.goals import GoalFacts
+from pipelines.synthesis.plan_parts import GoalFacts
 from pipelines.synthesis.prompts import load_prompts
 from pipelines.synthesis.runner import SynthConfig, run_synthesis
 

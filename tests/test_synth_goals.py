@@ -13,8 +13,9 @@ from datetime import timedelta
 from test_synth_toygraph import T0, click, make_observation, notes_graph, notes_records
 
 from graph.reader import build_graph
-from pipelines.synthesis.goals import StepRole, plan_goals
+from pipelines.synthesis.goals import plan_goals
 from pipelines.synthesis.navigation import Navigator, Pollution
+from pipelines.synthesis.plan_parts import StepRole
 from schemas import Action, ActionType, BBox, Element, GoalKind, Transition
 
 
@@ -321,7 +322,7 @@ def test_a_link_the_app_shows_on_every_screen_opens_a_screen_not_a_list_entry():
 
 
 def test_an_answer_quotes_whole_sentences_never_a_text_cut_where_the_capture_stopped():
-    from pipelines.synthesis.goals import MAX_ANSWER_CHARS, answer_span
+    from pipelines.synthesis.plan_parts import MAX_ANSWER_CHARS, answer_span
 
     assert answer_span("Milk, eggs, bread and a bag of coffee beans") == "Milk, eggs, bread and a bag of coffee beans"
     cut = ("Trac is distributed under the modified BSD License. The complete text of the license can be found in "
@@ -571,7 +572,8 @@ def test_a_long_list_gives_a_few_tasks_spread_over_it_and_the_rest_are_refused_w
     """Nine notes in one list, eight of them opened by the crawl ("Trip to Kyoto" never was): four item tasks
     (first, last and two between, by where they are drawn), the other four refused as list_quota naming the kept
     ones; the app's other screens keep their tasks."""
-    from pipelines.synthesis.goals import MAX_PER_LIST, Planner
+    from pipelines.synthesis.goals import Planner
+    from pipelines.synthesis.plan_parts import MAX_PER_LIST
 
     obs, transitions = notes_records()
     notes = next(o for o in obs if o.location.endswith("/notes"))
@@ -611,7 +613,7 @@ def test_an_answer_never_quotes_the_apps_pointer_to_its_own_help():
     kind of page (so no chrome test catches it); asked what an entry says, a person reads the entry, not that."""
     from test_synth_toygraph import GROCERIES_TEXT
 
-    from pipelines.synthesis.goals import HELP_HINT
+    from pipelines.synthesis.plan_parts import HELP_HINT
 
     hint = Element(id="help", role="", text="Note: See NotesHelp for help on using and sharing your shopping lists.",
                    path="body[1]/div[3]", bbox=BBox(x1=20, y1=200, x2=380, y2=230))
@@ -782,7 +784,7 @@ def test_a_control_that_sounds_like_a_submit_is_probed_where_the_crawl_saw_it_on
 def test_a_link_that_says_only_where_to_click_names_no_entry():
     """A Trac wiki page's list reads "see this link": "Show me “link”." asked for a word that says where to click.
     The page the link opens is still a goal, named by its own heading."""
-    from pipelines.synthesis.goals import PLACEHOLDER_LABEL
+    from pipelines.synthesis.plan_parts import PLACEHOLDER_LABEL
 
     for placeholder in ("link", "here", "Read more", "click here", "» more"):
         assert PLACEHOLDER_LABEL.match(placeholder), placeholder

@@ -249,7 +249,7 @@ def test_a_section_heading_scrolled_into_view_does_not_rename_the_page():
 
     from graph.reader import build_graph
     from pipelines.synthesis.calls import step_call
-    from pipelines.synthesis.goals import GoalPlan
+    from pipelines.synthesis.plan_parts import GoalPlan
     from schemas import Action
 
     obs, transitions = notes_records()

@@ -32,8 +32,9 @@ from test_synth_routes import _refused, _screens
 
 from graph.reader import AppGraph, build_graph
 from pipelines.synthesis import navigation
-from pipelines.synthesis.goals import GoalPlan, Planner
+from pipelines.synthesis.goals import Planner
 from pipelines.synthesis.navigation import Navigator
+from pipelines.synthesis.plan_parts import GoalPlan
 from pipelines.synthesis.screen_keys import planner_reach, screen_groups
 from schemas import Action, ActionType, BBox, BlobStore, DeviceProfile, Element, Observation, Platform, Transition
 from schemas.base import stable_id

@@ -44,7 +44,7 @@ from pipelines.synthesis.beam_inference import (
     CacheIdentity,
     ResolveCalls,
 )
-from pipelines.synthesis.goals import GoalPlan
+from pipelines.synthesis.plan_parts import GoalPlan
 from pipelines.synthesis.runner import (
     Replayer,
     RunReport,

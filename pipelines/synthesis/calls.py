@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from graph.reader import AppGraph
-from pipelines.synthesis.goals import PLACEHOLDER_LABEL, GoalPlan, PlanStep, StepRole
 from pipelines.synthesis.graph_names import frame_headings_of, page_links_of, site_titles_of
 from pipelines.synthesis.kinds.composite import known_texts, part_payload
+from pipelines.synthesis.plan_parts import PLACEHOLDER_LABEL, GoalPlan, PlanStep, StepRole
 from pipelines.synthesis.screens import (
     MAX_TEXT_CHARS,
     WORDY,

@@ -24,8 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from graph.reader import AppGraph
-from pipelines.synthesis.goals import PLAN_DEFAULT_MAX_STEPS, GoalPlan, Planner
+from pipelines.synthesis.goals import PLAN_DEFAULT_MAX_STEPS, Planner
 from pipelines.synthesis.navigation import COMMIT_WORDS, LEAVES_APP, Navigator, target_of
+from pipelines.synthesis.plan_parts import GoalPlan
 from pipelines.synthesis.screens import ElementKey, element_key, siblings
 from schemas import Element
 

@@ -28,9 +28,10 @@ from pipelines.synthesis.backends.base import Backend, Completion, Result
 from pipelines.synthesis.cache import CallCache
 from pipelines.synthesis.calls import Call, step_call, task_call
 from pipelines.synthesis.execute import DEFAULT_MAX_ATTEMPTS, CallExecutor
-from pipelines.synthesis.goals import GoalPlan, Planner
+from pipelines.synthesis.goals import Planner
 from pipelines.synthesis.navigation import Navigator
 from pipelines.synthesis.parse import StepText
+from pipelines.synthesis.plan_parts import GoalPlan
 from pipelines.synthesis.settings import PlanConfig
 from pipelines.synthesis.verify.accepted import accepted_actions
 from schemas import BlobStore, Lineage, Reject, Step, Task, Trajectory, Verification

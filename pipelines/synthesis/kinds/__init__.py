@@ -19,11 +19,11 @@ from pipelines.synthesis.kinds.mutations import effects_of, mutation_plans
 from pipelines.synthesis.kinds.search import is_search_session, search_plans
 
 if TYPE_CHECKING:
-    from pipelines.synthesis.goals import GoalPlan, Planner
+    from pipelines.synthesis.plan_parts import GoalPlan, PlanContext
 
 __all__ = ["composite_plans", "effects_of", "extra_plans", "is_search_session"]
 
 
-def extra_plans(planner: Planner) -> list[GoalPlan]:
+def extra_plans(planner: PlanContext) -> list[GoalPlan]:
     """The single-goal plans of the kinds in this package (search, delete, toggle)."""
     return search_plans(planner) + mutation_plans(planner)

@@ -20,19 +20,19 @@ cuts at a part boundary like anywhere else.
 from __future__ import annotations
 
 import re
-from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pipelines.synthesis.goals import GoalFacts, GoalPlan, PlanStep, StepRole, _nav_steps, _with_next
+from graph.paths import breadth_first, route_to
 from pipelines.synthesis.graph_names import site_titles_of
 from pipelines.synthesis.navigation import Anchored, anchor
+from pipelines.synthesis.plan_parts import GoalFacts, GoalPlan, PlanStep, StepRole, _nav_steps, _with_next
 from pipelines.synthesis.screens import heading, spoken_label
 from schemas import Goal, GoalKind, Observation, Transition
 
 if TYPE_CHECKING:
-    from pipelines.synthesis.goals import Planner
+    from pipelines.synthesis.plan_parts import PlanContext
 
 MAX_PARTS = 5
 MAX_LINK = 3  # navigation hops between one part's end and a screen on the next part's route
@@ -70,7 +70,7 @@ def is_composite(plan: object) -> bool:
     return bool(getattr(plan, "parts", None))
 
 
-def part_words(planner: Planner, plan: GoalPlan) -> set[str]:
+def part_words(planner: PlanContext, plan: GoalPlan) -> set[str]:
     """Everything a person reading the part's request (and its screen's title) could go by."""
     f = plan.facts
     g = planner.graph
@@ -86,7 +86,7 @@ def explained(label: str, part: set[str]) -> bool:
 
 
 class _Joiner:
-    def __init__(self, planner: Planner):
+    def __init__(self, planner: PlanContext):
         self.planner = planner
         self.g = planner.graph
         self.nav = planner.nav
@@ -109,22 +109,26 @@ class _Joiner:
     def link(self, end_obs: Observation, end_state: str, depth: int = MAX_LINK
              ) -> dict[str, list[tuple[Transition, str]]]:
         """States reachable from ``end_state`` by navigation hops (the routes planning uses: edges taken from the
-        same screen and links shown on it, ``Navigator.hops_from``): the route to each, as (edge, capture id)."""
-        routes: dict[str, list[tuple[Transition, str]]] = {end_state: []}
-        queue = deque([(end_state, end_obs.id)])
-        while queue:
-            state, obs_id = queue.popleft()
-            if len(routes[state]) >= depth:
-                continue
-            for e, to in self.nav.hops_from(state):  # the crawl's edges from its screen, and the app's links
-                if to in routes or not self.nav.is_navigation(e):
-                    continue
-                nxt = self.nav.clean_capture(to)
-                if nxt is None:
-                    continue
-                routes[to] = [*routes[state], (e, obs_id)]
-                queue.append((to, nxt.id))
-        return routes
+        same screen and links shown on it, ``Navigator.hops_from``): the route to each, as (edge, capture id of
+        the screen it is tapped on)."""
+        dist = {end_state: 0}
+        capture = {end_state: end_obs.id}
+
+        def neighbours(state: str) -> Iterator[tuple[tuple[Transition, str], str]]:
+            if dist[state] < depth:
+                for e, to in self.nav.hops_from(state):  # the crawl's edges from its screen, and the app's links
+                    yield (e, state), to
+
+        def admit(hop: tuple[Transition, str], to: str) -> tuple[Transition, str] | None:
+            e, here = hop
+            nxt = self.nav.clean_capture(to) if self.nav.is_navigation(e) else None
+            if nxt is None:
+                return None
+            dist[to], capture[to] = dist[here] + 1, nxt.id
+            return e, capture[here]
+
+        reached = breadth_first([end_state], neighbours, admit)
+        return {state: route_to(reached, state) or [] for state in reached}
 
     def join(self, chain: list[GoalPlan], nxt: GoalPlan) -> tuple[list[PlanStep], list[int]] | None:
         """The steps of ``chain`` followed by ``nxt`` (without ``chain``'s terminal step) and each step's part."""
@@ -168,12 +172,12 @@ def _fix_next(steps: list[PlanStep]) -> list[PlanStep]:
 DISMISS = re.compile(r"^\W*(close|cancel|back|done|dismiss|ok|关闭|取消|返回|完成)\W*$", re.IGNORECASE)
 
 
-def _unexplained(planner: Planner, steps: list[PlanStep], owners: list[int], parts: list[GoalPlan],
+def _unexplained(planner: PlanContext, steps: list[PlanStep], owners: list[int], parts: list[GoalPlan],
                  state_of: dict[str, str]) -> str:
     return _explain(planner, steps, owners, parts, state_of)[0]
 
 
-def _explain(planner: Planner, steps: list[PlanStep], owners: list[int], parts: list[GoalPlan],
+def _explain(planner: PlanContext, steps: list[PlanStep], owners: list[int], parts: list[GoalPlan],
              state_of: dict[str, str]) -> tuple[str, list[str]]:
     """The first navigation step the agent could not explain from what it has seen ("" when none).
 
@@ -214,7 +218,7 @@ def _on_route(joiner: _Joiner, a: GoalPlan, b: GoalPlan) -> bool:
     return a.goal.state in route_b or b.goal.state in route_a
 
 
-def composite_plans(planner: Planner, plans: list[GoalPlan]) -> list[GoalPlan]:
+def composite_plans(planner: PlanContext, plans: list[GoalPlan]) -> list[GoalPlan]:
     """Chains of ``plans`` (already accepted) as composite plans; refusals go to ``planner.refused``."""
     joiner = _Joiner(planner)
     heads = sorted((p for p in plans if p.kind in HEADS), key=lambda p: (HEADS.index(p.kind), len(p.steps)))

@@ -17,14 +17,14 @@ import re
 from typing import TYPE_CHECKING
 
 from graph.reader import AppGraph
-from pipelines.synthesis.goals import GoalFacts, GoalPlan, PlanStep, StepRole, _item_of, _nav_steps, _terminal
 from pipelines.synthesis.graph_names import site_titles_of
 from pipelines.synthesis.navigation import anchor, form_session, is_fill, target_of, timeline
+from pipelines.synthesis.plan_parts import GoalFacts, GoalPlan, PlanStep, StepRole, _item_of, _nav_steps, _terminal
 from pipelines.synthesis.screens import BOX_ROLES, WORDY, clip, element_key, heading, location_path, spoken_label
 from schemas import ActionType, Element, Goal, GoalKind, Observation, Transition
 
 if TYPE_CHECKING:
-    from pipelines.synthesis.goals import Planner
+    from pipelines.synthesis.plan_parts import PlanContext
 
 DELETE_WORDS = re.compile(r"\b(delete|remove|discard|erase|trash|destroy|drop)\b|删除|移除", re.IGNORECASE)
 # Presses that switch something on or off and keep it (a watch list, a star, an archive flag).
@@ -47,7 +47,7 @@ def mutation_kind(label: str, role: str) -> GoalKind | None:
     return None
 
 
-def mutation_plans(planner: Planner) -> list[GoalPlan]:
+def mutation_plans(planner: PlanContext) -> list[GoalPlan]:
     """One plan per mutating press outside a form session, reached by the shortest navigation route."""
     g, nav = planner.graph, planner.nav
     chain = timeline(g)

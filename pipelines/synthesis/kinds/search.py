@@ -13,7 +13,9 @@ import re
 from typing import TYPE_CHECKING
 
 from graph.reader import AppGraph
-from pipelines.synthesis.goals import (
+from pipelines.synthesis.graph_names import site_titles_of
+from pipelines.synthesis.navigation import anchor, is_commit, is_fill, target_of, timeline
+from pipelines.synthesis.plan_parts import (
     GoalFacts,
     GoalPlan,
     PlanStep,
@@ -23,13 +25,11 @@ from pipelines.synthesis.goals import (
     _terminal,
     _with_next,
 )
-from pipelines.synthesis.graph_names import site_titles_of
-from pipelines.synthesis.navigation import anchor, is_commit, is_fill, target_of, timeline
 from pipelines.synthesis.screens import WORDY, clip, location_path, siblings, spoken_label
 from schemas import ActionType, Element, Goal, GoalKind, Transition
 
 if TYPE_CHECKING:
-    from pipelines.synthesis.goals import Planner
+    from pipelines.synthesis.plan_parts import PlanContext
 
 SEARCH_WORDS = re.compile(r"\b(search|find|query|look ?up|filter)\b|搜索|查找|检索", re.IGNORECASE)
 SEARCH_ROLES = {"searchbox"}
@@ -68,7 +68,7 @@ def _opens_result(graph: AppGraph, edge: Transition) -> Element | None:
     return el
 
 
-def search_plans(planner: Planner) -> list[GoalPlan]:
+def search_plans(planner: PlanContext) -> list[GoalPlan]:
     g, nav = planner.graph, planner.nav
     chain = timeline(g)
     plans: list[GoalPlan] = []
