@@ -58,9 +58,11 @@ class StateIndex:
         screen (``same_screen``: route, heading, structure) — a home page showing another random selection, a
         badge another instance has not seen yet, another instance's session id."""
         got = screen_features(screen)
-        if self.matches(obs_id, got):
-            return True
-        heading = heading_of(screen.elements)
+        return self.matches(obs_id, got) or self.same_user_screen(obs_id, got, heading_of(screen.elements))
+
+    def same_user_screen(self, obs_id: str | None, got: Features, heading: str) -> bool:
+        """Whether ``got`` (headed ``heading``, ``heading_of``) is what a user calls the screen of ``obs_id``'s
+        state (``same_screen``), whatever its content."""
         return any(same_screen(got, heading, want, name) for want, name in self._headings.get(obs_id or "", []))
 
 

@@ -108,7 +108,7 @@ def replay_one(device: ReplayDevice, traj: Trajectory, index: StateIndex,
     ``effects`` then also needs those parts changed since the start — after the login and setup, so what they
     write counts for nothing.
     """
-    from pipelines.synthesis.verify.goal import check_goal
+    from pipelines.synthesis.verify.goal import check_goal, reached_by_place
 
     goal = traj.task.goal
     try:
@@ -139,7 +139,8 @@ def replay_one(device: ReplayDevice, traj: Trajectory, index: StateIndex,
             # heading and structure): routes are planned over screens, so a hop may have been recorded on another
             # state of its screen (a random banner, a ticking clock). The goal itself is checked strictly below.
             if want and not (index.matches(want, screen_features(screen)) or (
-                    i + 1 < len(acting) and index.same_start(want, screen))):
+                    (i + 1 < len(acting) or (goal is not None and reached_by_place(goal)))
+                    and index.same_start(want, screen))):
                 return ReplayOutcome(False, "diverged", i)
         if goal is not None:
             verdict = check_goal(goal, screen, index, changed())

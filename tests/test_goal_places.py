@@ -1,0 +1,55 @@
+"""A goal that is a place is met on the same screen as a user counts it; a goal that changes something is not.
+
+A crawl without an environment leaves its own traces in the app it explores (a saved edit is another revision on
+the history page), so a fresh instance's page may list a row fewer than the captured goal screen. A user still
+calls it "the history of Weekend ideas": screen, item, answer and search goals accept it (the route, heading and
+structure, and every ``must_show`` text). A setting or a toggle keeps the strict state check — its page looks
+alike before and after the change, so "the same screen" would pass a replay that changed nothing.
+"""
+
+from __future__ import annotations
+
+from test_user_screens import _graph, el, link
+
+from graph.identity import StateIndex
+from pipelines.synthesis.verify.goal import check_goal
+from schemas import Element, Goal, GoalKind, Observation
+
+URL = "http://h/notes/6/history"
+
+
+def _history(rows: int) -> list[Element]:
+    return [el("body[1]/main[1]/h1[1]", "History of Weekend ideas", role="heading"),
+            link("body[1]/main[1]/p[1]/a[1]", "Back to the note"),
+            *[el(f"body[1]/main[1]/ul[1]/li[{i}]", f"Revision {i}", role="listitem", cls="li")
+              for i in range(1, rows + 1)]]
+
+
+def _setup() -> tuple[StateIndex, Observation, Observation]:
+    pages = {"home": ("http://h/notes", [el("body[1]/main[1]/h1[1]", "Notes", role="heading")]),
+             "hist": (URL, _history(2)), "other": ("http://h/notes/6", [el("body[1]/main[1]/h1[1]", "Weekend ideas",
+                                                                              role="heading")])}
+    g = _graph(pages, [("home", "click", "hist"), ("home", "click", "other")])
+    recorded = g.representative("hist")
+    assert recorded is not None
+    fresh = recorded.model_copy(update={"id": "fresh", "elements": _history(1)})  # one revision fewer
+    return StateIndex([g]), recorded, fresh
+
+
+def test_a_screen_goal_holds_on_the_same_screen_with_a_row_fewer() -> None:
+    index, recorded, fresh = _setup()
+    goal = Goal(kind=GoalKind.SCREEN, state="hist", observation_id=recorded.id, summary="screen: History")
+    assert check_goal(goal, recorded, index).ok
+    assert check_goal(goal, fresh, index).ok
+    note = fresh.model_copy(update={"location": "http://h/notes/6",
+                                    "elements": [el("body[1]/main[1]/h1[1]", "Weekend ideas", role="heading")]})
+    assert check_goal(goal, note, index).reason == "goal_state_mismatch"  # another screen is never the place
+
+
+def test_an_item_goal_still_needs_its_texts_and_a_setting_goal_its_exact_state() -> None:
+    index, recorded, fresh = _setup()
+    item = Goal(kind=GoalKind.ITEM, state="hist", observation_id=recorded.id, must_show=["Revision 2"],
+                summary="item: Revision 2")
+    assert check_goal(item, fresh, index).reason == "goal_text_missing"
+    setting = Goal(kind=GoalKind.SETTING, state="hist", observation_id=recorded.id, summary="setting: History")
+    assert check_goal(setting, fresh, index).reason == "goal_state_mismatch"
