@@ -5,8 +5,8 @@ must show. The goal holds on a screen when the screen is the same *state* as tha
 identity: structure plus content, so a ticked option or a switched language counts — and every ``must_show``
 text is visible (the created note's title, the item that was opened); a goal that is only a place (a screen, an
 item, an answer, a search result) may also be met on the same screen as a user counts it, showing those texts, so
-a fresh instance that lists one row fewer than the crawl saw still counts (issue 49). Reaching the right screen type without
-the committed change (an empty note page, the settings page with the old option) does not count. Inside an
+a fresh instance that lists one row fewer than the crawl saw still counts (issue 49). Reaching the right screen
+type without the committed change (an empty note page, the settings page with the old option) does not count. Inside an
 environment a goal may also name the parts of the app's data its commit changed (``Goal.effects``): then those
 parts must have changed since the replay started (``changed``, the instance's digest difference), so a replay
 that shows the right screen without committing (a stale page, a cancelled confirmation) fails.
