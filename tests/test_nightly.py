@@ -181,7 +181,9 @@ def test_second_run_does_only_new_work_and_publishes_a_new_version(story: dict[s
     probed = [r["stages"]["probe"]["result"] for r in (run1, run2)]
     assert all(p["apps"] and not p.get("skipped") for p in probed)
     added = sum(p["new_transitions"][APP] for p in probed)
-    assert added == sum(a["edges"] for p in probed for a in p["apps"].values()) > 0
+    # every probed shortcut is a transition; so is each step of a walk to a probe's screen that no URL opens (a
+    # scrolled list), recorded like any crawl step
+    assert added >= sum(a["edges"] for p in probed for a in p["apps"].values()) > 0
     assert len(transitions) == len(set(transitions)) == job2["steps"] + added
     assert c2["result"]["apps"][APP]["new_transitions"] == job2["steps"] - job1["steps"] > 0
     # known paths came from the call cache; only trajectories never replayed before were replayed (the baseline
