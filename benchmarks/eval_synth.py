@@ -16,6 +16,7 @@ Prints per app and overall:
     BENCH hindsight_rate=<steps whose reasoning names text only the next screen shows / steps>  (goal 0)
     BENCH terminal_rate=<trajectories ending with done/answer / trajectories>     (goal 1.0)
     BENCH tasks_per_minute=<tasks per minute of offline synthesis, probing and replay excluded>
+    BENCH verified_tasks_per_app=<replayed tasks of the app with the fewest>     (goal >= 30 on every app)
     BENCH planner_reach=<distinct screens some task ends on, the entry counted / distinct screens
                          (``screen_keys.screen_groups``)>                          (goal >= 0.8)
 
@@ -141,6 +142,7 @@ def metrics(trajs: list[Any]) -> dict[str, float]:
         "hindsight_rate": bad / max(total, 1),
         "terminal_rate": len(terminal) / n,
         "trajectories": float(len(trajs)),
+        "verified_tasks": float(len(replayed)),
         **task_mix(trajs),  # task_diversity, long_task_share, composite_share, mutation_share
     }
 
@@ -248,6 +250,7 @@ def main() -> None:
     synth_seconds = 0.0
     leaks_total = 0
     reached = screens = 0
+    verified: dict[str, int] = {}
     with ExitStack() as stack:
         driver = servers.start_chromedriver(log_dir=work)
         stack.callback(driver.stop)
@@ -263,6 +266,7 @@ def main() -> None:
             synth_seconds += secs
             for key, value in metrics(base).items():
                 print(f"BENCH {key}_{name}={value:.3f}")
+            verified[name] = sum(t.verification == "replayed" for t in base)
             n, d = summary["planner_reach"]
             reached, screens = reached + n, screens + d
             print(f"BENCH planner_reach_{name}={n / max(d, 1):.3f}  ({n} of {d} screens)")
@@ -280,6 +284,8 @@ def main() -> None:
         print(f"BENCH {key}={overall[key]:.3f}")
     print(f"BENCH tasks_per_minute={len(everything) / max(synth_seconds, 1e-9) * 60:.0f}")
     print(f"BENCH sandbox_leaks={leaks_total}")
+    if verified:  # the figure: the app with the fewest verified tasks
+        print(f"BENCH verified_tasks_per_app={min(verified.values()):.0f}  ({verified})")
     print(f"BENCH planner_reach={reached / max(screens, 1):.3f}")
 
 
