@@ -488,10 +488,12 @@ def _screens(graph: AppGraph) -> tuple[dict[str, ScreenKey], dict[str, str]]:
         return cached
     site = site_titles_of(graph)
     keys: dict[str, ScreenKey] = {}
+    routes: dict[str, str] = {}  # the full route (query keys kept): a scroll stays on its URL, heading or not
     for state in graph.states:
         obs = graph.representative(state)
         if obs is not None:
             keys[state] = screen_key(obs.location, obs.elements, site_titles=site)
+            routes[state] = route(obs.location)
     parent = {s: s for s in keys}
 
     def find(s: str) -> str:
@@ -505,7 +507,7 @@ def _screens(graph: AppGraph) -> tuple[dict[str, ScreenKey], dict[str, str]]:
         if t.error or t.from_state == t.to_state or not _scrolls(graph, t):
             continue
         a, b = t.from_state, t.to_state
-        if a in keys and b in keys and keys[a].route == keys[b].route:
+        if a in keys and b in keys and routes[a] == routes[b]:
             scrolled_into.add(b)
             ra, rb = find(a), find(b)
             if ra != rb:
