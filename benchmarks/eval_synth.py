@@ -264,9 +264,10 @@ def main() -> None:
             base = [t for t in trajs if not t.scores.get("recovery")]
             everything += base
             synth_seconds += secs
-            for key, value in metrics(base).items():
+            got = metrics(base)
+            for key, value in got.items():
                 print(f"BENCH {key}_{name}={value:.3f}")
-            verified[name] = sum(t.verification == "replayed" for t in base)
+            verified[name] = int(got["verified_tasks"])
             n, d = summary["planner_reach"]
             reached, screens = reached + n, screens + d
             print(f"BENCH planner_reach_{name}={n / max(d, 1):.3f}  ({n} of {d} screens)")

@@ -423,8 +423,19 @@ def site_titles_of(graph: AppGraph) -> frozenset[str]:
     if isinstance(cached, frozenset):
         return cached
     reps = [o for o in (graph.representative(s) for s in graph.states) if o is not None]
-    out = site_titles((o.elements, "") for o in reps) | chrome_headings((o.location, o.elements) for o in reps)
+    out = site_titles((o.elements, "") for o in reps) | chrome_headings_of(graph)
     graph.derived["user_screens.site_titles"] = out
+    return out
+
+
+def chrome_headings_of(graph: AppGraph) -> frozenset[str]:
+    """``chrome_headings`` of a graph's states (their first captures), computed once per graph."""
+    cached = graph.derived.get("user_screens.chrome_headings")
+    if isinstance(cached, frozenset):
+        return cached
+    reps = [o for o in (graph.representative(s) for s in graph.states) if o is not None]
+    out = chrome_headings((o.location, o.elements) for o in reps)
+    graph.derived["user_screens.chrome_headings"] = out
     return out
 
 

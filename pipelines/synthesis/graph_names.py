@@ -29,11 +29,9 @@ def frame_headings_of(graph: AppGraph) -> frozenset[str]:
     over pages of several routes, "SQL" over every table of a database browser), clipped as names are: such a
     page is called by the link that opened it, in its goal and in its steps alike."""
     if "frame_headings" not in graph.derived:
-        from graph.user_screens import chrome_headings
+        from graph.user_screens import chrome_headings_of
 
-        reps = [o for o in (graph.representative(s) for s in graph.states) if o is not None]
-        graph.derived["frame_headings"] = frozenset(
-            clip(h) for h in chrome_headings((o.location, o.elements) for o in reps))
+        graph.derived["frame_headings"] = frozenset(clip(h) for h in chrome_headings_of(graph))
     return cast(frozenset[str], graph.derived["frame_headings"])
 
 
