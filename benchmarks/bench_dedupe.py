@@ -75,7 +75,7 @@ T = TypeVar("T")
 TARGET_PRECISION = 0.95  # the goal: thresholds are picked for the most recall at this precision
 # What the tuning half may choose from (the shipped defaults are in each grid).
 CRAWLED_GRID = {"layout": (0, 1, 2, 3, 4, 6, 8), "texts": (0, 1, 2), "pixels": (0.01, 0.02, 0.03, 0.05, 0.08),
-                "phash": (4, 6, 8, 10, 12)}
+                "phash": (4, 6, 8, 10, 12), "fields": (0.005, 0.01, 0.02, 0.05, 1.0)}
 IMPORTED_GRID = (1 / 240, 1 / 120, 1 / 90, 1 / 60, 1 / 45, 1 / 30, 1 / 20)
 
 
@@ -114,7 +114,7 @@ def labelled(data: Path, seed: int = 0) -> None:
     caps, pairs = load_pairs(data)
     pngs = {k: (data / "images" / f"{k}.png").read_bytes() for k in caps}
     facts = {k: inspect_bytes(c["sha256"], pngs[k]) for k, c in caps.items()}
-    sketches = {k: sketch(c["location"], c["elements"], c["height"]) for k, c in caps.items()}
+    sketches = {k: sketch(c["location"], c["elements"], c["height"], c["width"]) for k, c in caps.items()}
     dynamic: dict[str, dict[str, set[str]]] = {}
     for app in sorted({c["app"] for c in caps.values()}):
         dynamic[app] = learn_dynamic(sketches[k] for k in sorted(caps) if caps[k]["app"] == app)

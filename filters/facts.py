@@ -134,7 +134,8 @@ def describe(key: int, traj: Trajectory, samples: Sequence[Sample], step_gates: 
             height=sample.image_height, exact=digest(task, goal, sample.screenshot_sha256, action_json, history),
             action=action_signature(step.action), history=history, target=step.train_target,
             reflective=is_reflective(step.reasoning), problem=first_drop(step_gates, Item(sample), negative),
-            sketch=sketcher(step.observation.location, step.observation.elements, step.observation.height)
+            sketch=sketcher(step.observation.location, step.observation.elements, step.observation.height,
+                           step.observation.width)
             if step.observation.elements else None))
         content += [sample.screenshot_sha256, action_json, step.instruction]
     single = len(traj.steps) == 1

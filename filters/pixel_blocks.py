@@ -61,3 +61,22 @@ def changed_share(a: bytes, b: bytes, align: bool = True) -> float:
 def same_picture(a: bytes, b: bytes) -> bool:
     """Whether two thumbnails show one screen: at most ``MAX_CHANGED`` of the blocks changed once aligned."""
     return changed_share(a, b) <= MAX_CHANGED
+
+
+FIELD_DELTA = 40  # gray difference over which a pixel inside a form field counts as changed (text, not antialiasing)
+
+
+def region_changed(a: bytes, b: bytes, box_a: tuple[int, int, int, int], box_b: tuple[int, int, int, int]) -> float:
+    """Share of the pixels of one region that changed between two thumbnails, the region at ``box_a`` in ``a`` and
+    ``box_b`` in ``b`` (thumbnail pixels, ``x1, y1, x2, y2``): a form field's box on each side of a scroll. 0.0
+    where the boxes differ in size, are empty, or are not wholly in both thumbnails (nothing to compare)."""
+    (xa, ya, xa2, ya2), (xb, yb, xb2, yb2) = box_a, box_b
+    w, h = xa2 - xa, ya2 - ya
+    if w <= 0 or h <= 0 or (w, h) != (xb2 - xb, yb2 - yb):
+        return 0.0
+    if min(xa, ya, xb, yb) < 0 or max(xa2, xb2) > THUMB_W or max(ya2, yb2) > THUMB_H:
+        return 0.0
+    x = np.frombuffer(zlib.decompress(a), np.uint8).reshape(THUMB_H, THUMB_W)
+    y = np.frombuffer(zlib.decompress(b), np.uint8).reshape(THUMB_H, THUMB_W)
+    d = np.abs(x[ya:ya2, xa:xa2].astype(np.int16) - y[yb:yb2, xb:xb2].astype(np.int16))
+    return float((d > FIELD_DELTA).mean())

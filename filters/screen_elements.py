@@ -29,7 +29,7 @@ from urllib.parse import urlsplit
 
 from pydantic import TypeAdapter
 
-from filters.pixel_blocks import changed_share
+from filters.pixel_blocks import THUMB_H, THUMB_W, changed_share, region_changed
 from graph.abstraction import (
     REPEAT_MIN,
     Features,
@@ -75,6 +75,8 @@ class Sketch:
     height: int  # viewport height, in the same pixels as the boxes
     slots: tuple[tuple[str, str, int, int], ...]  # sorted (slot hash, "text hash|state", top, bottom)
     rows: tuple[tuple[int, str, int, int], ...]  # (row hash, state, top, bottom) of collapsed lists' rows
+    width: int = 0  # viewport width, in the same pixels as the boxes (0: unknown)
+    fields: tuple[tuple[str, int, int, int, int], ...] = ()  # (slot hash, box) of the form fields shown
 
     def content(self) -> dict[str, str]:
         return {k: v for k, v, _, _ in self.slots}
@@ -103,8 +105,16 @@ def _value(e: Element) -> str:
     return f"{normalize_text(e.text or e.content_desc)}{typed}|{state}"
 
 
-def sketch(location: str, elements: Sequence[Element | Mapping[str, Any]], height: int = 0) -> Sketch:
-    """The sketch of one capture: a stored observation's location, elements and screenshot height."""
+FIELD_ROLES = frozenset({"textbox", "searchbox", "combobox", "spinbutton"})
+
+
+def _is_field(e: Element) -> bool:
+    return e.editable or e.role in FIELD_ROLES
+
+
+def sketch(location: str, elements: Sequence[Element | Mapping[str, Any]], height: int = 0,
+           width: int = 0) -> Sketch:
+    """The sketch of one capture: a stored observation's location, elements and screenshot height and width."""
     screen = screen_of(location, elements)
     counts = Counter(row_template(w, True) for w in screen.widgets)
     repeated = {t for t, n in counts.items() if n >= REPEAT_MIN}
@@ -115,7 +125,10 @@ def sketch(location: str, elements: Sequence[Element | Mapping[str, Any]], heigh
     rows = tuple(sorted((_h(f"{row_template(w, True)}\x1f{_value(w.element).rsplit('|', 1)[0]}"),
                          _value(w.element).rsplit("|", 1)[1], int(w.element.bbox.y1), int(w.element.bbox.y2))
                         for w in screen.widgets if row_template(w, True) in repeated))
-    return Sketch(_family(location), _route(location), int(height), slots, rows)
+    fields = tuple(sorted((f"{_h(k):016x}", int(b.x1), int(b.y1), int(b.x2), int(b.y2))
+                          for k, w in zip(slot_keys(single, True), single, strict=True)
+                          if _is_field(w.element) and w.element.visible for b in (w.element.bbox,)))
+    return Sketch(_family(location), _route(location), int(height), slots, rows, int(width), fields)
 
 
 _ELEMENTS_JSON = TypeAdapter(list[Element])
@@ -129,15 +142,15 @@ class SketchMemo:
 
     def __init__(self, max_entries: int = 4096):
         self.max_entries = max_entries
-        self.memo: dict[tuple[str, int, bytes], Sketch] = {}
+        self.memo: dict[tuple[str, int, int, bytes], Sketch] = {}
 
-    def __call__(self, location: str, elements: Sequence[Element], height: int = 0) -> Sketch:
-        key = (location, int(height), _ELEMENTS_JSON.dump_json(list(elements)))
+    def __call__(self, location: str, elements: Sequence[Element], height: int = 0, width: int = 0) -> Sketch:
+        key = (location, int(height), int(width), _ELEMENTS_JSON.dump_json(list(elements)))
         found = self.memo.get(key)
         if found is None:
             if len(self.memo) >= self.max_entries:
                 self.memo.clear()
-            found = self.memo[key] = sketch(location, elements, height)
+            found = self.memo[key] = sketch(location, elements, height, width)
         return found
 
 
@@ -172,6 +185,7 @@ class Limits:
     pixels: float = 0.03  # most changed thumbnail blocks when the elements line up exactly (typed values, a theme)
     phash: int = 6  # most pHash bits apart when the elements line up unscrolled (the curation's pHash radius)
     rows: float = 0.8  # least share of the list rows one side shows in the other's view that the other has too
+    fields: float = 0.01  # most changed thumbnail pixels inside one form field (another value typed or chosen)
 
 
 def _offset(a: Sketch, b: Sketch) -> int:
@@ -214,6 +228,27 @@ def difference(a: Sketch, b: Sketch, dynamic: set[str] | frozenset[str] = frozen
     return only, texts, states, (sum(same for same, _ in expected) / len(expected) if expected else 1.0)
 
 
+def fields_changed(a: Sketch, b: Sketch, thumbs: tuple[bytes, bytes]) -> float:
+    """The most changed share of one form field's pixels between two captures: each field both show (by its
+    slot), at its own place on each side (a scroll moves it), where it has one size on both. The element tree does
+    not hold what a field shows (a typed date, a chosen option), the screenshot does, and within the field's box a
+    clock or a banner elsewhere on the screen cannot weigh in. 0.0 where sizes are unknown."""
+    if not (a.width and a.height and b.width and b.height):
+        return 0.0
+    boxes_b = {k: box for k, *box in b.fields}
+    worst = 0.0
+    for k, *box_a in a.fields:
+        box_b = boxes_b.get(k)
+        if box_b is not None:
+            worst = max(worst, region_changed(thumbs[0], thumbs[1], _scaled(box_a, a), _scaled(box_b, b)))
+    return worst
+
+
+def _scaled(box: Sequence[int], s: Sketch) -> tuple[int, int, int, int]:
+    sx, sy = THUMB_W / s.width, THUMB_H / s.height
+    return round(box[0] * sx), round(box[1] * sy), round(box[2] * sx), round(box[3] * sy)
+
+
 def same_screen(a: Sketch, b: Sketch, dynamic: set[str] | frozenset[str] = frozenset(),
                 limits: Limits = Limits(), phashes: tuple[int, int] | None = None,
                 thumbs: tuple[bytes, bytes] | None = None) -> bool:
@@ -224,7 +259,8 @@ def same_screen(a: Sketch, b: Sketch, dynamic: set[str] | frozenset[str] = froze
     line up without a scroll must also look alike: within ``limits.phash`` bits of their 64-bit pHashes
     (``phashes``), and — when no element is on one side only, so nothing on screen explains a changed region —
     with at most ``limits.pixels`` of their thumbnails' blocks changed (``thumbs``, ``filters.pixel_blocks``).
-    A scrolled pair is not held to either (its pixels moved)."""
+    A scrolled pair is not held to either (its pixels moved). Every pair is held to ``limits.fields``: the pixels
+    inside each form field both show (``fields_changed``), where another value typed or chosen shows."""
     if a.family != b.family:
         return False
     unscrolled = _offset(a, b) == 0
@@ -234,6 +270,8 @@ def same_screen(a: Sketch, b: Sketch, dynamic: set[str] | frozenset[str] = froze
     size = len(a.slots) + len(b.slots)
     if not (only <= max(limits.layout, limits.layout_share * size) and texts <= limits.texts and states == 0
             and overlap >= limits.rows):
+        return False
+    if thumbs is not None and fields_changed(a, b, thumbs) > limits.fields:
         return False
     return not (thumbs is not None and unscrolled and only == 0
                 and changed_share(thumbs[0], thumbs[1], align=False) > limits.pixels)

@@ -131,3 +131,40 @@ def test_sketch_survives_pickling():
     s = sketch("http://h/x", [button])
     assert pickle.loads(pickle.dumps(s)) == s
     assert io.BytesIO(pickle.dumps(s)).getbuffer().nbytes < 2_000
+
+
+def _form_capture(value: str, clock: str, dy: int = 0) -> tuple[list[dict[str, Any]], bytes]:
+    """A form screen 800x500 with a date field holding ``value`` and a clock in the banner; ``dy`` scrolls it."""
+    from PIL import ImageDraw, ImageFont
+
+    font = ImageFont.load_default(size=26)
+    img = Image.new("RGB", (800, 500), "white")
+    draw = ImageDraw.Draw(img)
+    draw.text((620, 10), clock, fill="black", font=font)
+    draw.text((40, 60 - dy), "Edit bill", fill="black", font=font)
+    draw.rectangle((200, 150 - dy, 600, 190 - dy), outline="gray")
+    draw.text((210, 155 - dy), value, fill="black", font=font)
+    box = {"x1": 200, "y1": 150 - dy, "x2": 600, "y2": 190 - dy}
+    elements = [{"id": "c", "role": "timer", "text": clock, "path": "/html/body/header/span",
+                 "bbox": {"x1": 620, "y1": 10, "x2": 790, "y2": 40}},
+                {"id": "h", "role": "heading", "text": "Edit bill", "path": "/html/body/main/h1",
+                 "bbox": {"x1": 40, "y1": 60 - dy, "x2": 300, "y2": 90 - dy}},
+                {"id": "d", "role": "textbox", "class_name": "input:date", "text": "When?", "editable": True,
+                 "path": "/html/body/main/form/input", "bbox": box}]
+    return elements, thumbnail(img)
+
+
+def test_another_value_in_a_form_field_is_another_screen_even_scrolled():
+    """The element tree does not hold what a field shows; its pixels do. Another date typed is another screen,
+    scrolled or not; another clock elsewhere on the screen is not, and neither is the same value."""
+    (ea, ta), (eb, tb) = _form_capture("2026-07-12", "10:41"), _form_capture("2019-02-02", "10:41")
+    (ec, tc), (ed, td) = _form_capture("2026-07-12", "11:58"), _form_capture("2019-02-02", "10:41", dy=40)
+    a, b, c, d = (sketch("http://h:1/bills/3/edit", e, 500, 800) for e in (ea, eb, ec, ed))
+    assert same_screen(a, b)  # without pixels the tree cannot tell
+    assert not same_screen(a, b, thumbs=(ta, tb))
+    assert not same_screen(a, d, thumbs=(ta, td))  # the field moved with the scroll, and still shows another date
+    assert same_screen(a, c, thumbs=(ta, tc))
+    assert same_screen(b, d, thumbs=(tb, td))
+    # Sizes unknown (a record stored without them): no field comparison rather than a wrong one.
+    assert same_screen(sketch("http://h:1/bills/3/edit", ea, 500), sketch("http://h:1/bills/3/edit", eb, 500),
+                       thumbs=(ta, tb))
