@@ -44,7 +44,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qsl, unquote, urlsplit
+from urllib.parse import unquote, urlsplit
 
 from graph.abstraction import _HEXISH, _SESSION_PARAM, _TOKENISH, normalize_text
 
@@ -84,6 +84,17 @@ class Part:
     editable: bool = False
     text: str = ""
     in_dialog: bool = False
+    top: float = 0.0  # the box's top and left edges, where the capture has boxes (a dialog's title is the
+    left: float = 0.0  # topmost text in it; captures do not list elements in document order)
+
+
+def _box(get: Any) -> tuple[float, float]:
+    box = get("bbox", None)
+    if box is None:
+        return 0.0, 0.0
+    if isinstance(box, dict):
+        return float(box.get("y1", 0) or 0), float(box.get("x1", 0) or 0)
+    return float(getattr(box, "y1", 0) or 0), float(getattr(box, "x1", 0) or 0)
 
 
 def parts_of(elements: Iterable[Any]) -> list[Part]:
@@ -99,7 +110,7 @@ def parts_of(elements: Iterable[Any]) -> list[Part]:
         get = e.get if isinstance(e, dict) else lambda k, d=None, e=e: getattr(e, k, d)
         out.append(Part(str(get("role", "") or ""), str(get("class_name", "") or ""), str(get("path", "") or ""),
                         bool(get("visible", True)), bool(get("editable", False)), str(get("text", "") or ""),
-                        in_dialog))
+                        in_dialog, *_box(get)))
     return out
 
 
@@ -255,6 +266,9 @@ def screen_name(elements: Iterable[Any], title: str = "", site_titles: Iterable[
     dialog, main, banner, framed = _headings(parts, regs, site, title)
     if dialog:
         return dialog[0]
+    label = _dialog_title(parts, regs)
+    if label:
+        return label
     for name in [*main, *banner]:  # the main content's own heading, else a banner's that says more than the site
         if name not in site and name not in framed:
             return name
@@ -262,6 +276,22 @@ def screen_name(elements: Iterable[Any], title: str = "", site_titles: Iterable[
     if rest:  # the document title names the screen better than a heading the whole app repeats
         return rest[0]
     return (main or banner or [""])[0]
+
+
+CONTROL_ROLES = frozenset({"button", "link", "checkbox", "radio", "switch", "tab", "menuitem", "menuitemcheckbox",
+                           "menuitemradio", "option", "combobox", "listbox", "textbox", "searchbox", "spinbutton",
+                           "slider", "label"})
+DIALOG_TITLE_CHARS = 80  # longer is the dialog's message, not its title
+
+
+def _dialog_title(parts: Sequence[Part], regs: Sequence[frozenset[str]]) -> str:
+    """An open dialog's title where it has no heading element: its topmost short text that is no control (many
+    dialogs title themselves with a styled ``div``; ``aria-labelledby`` points at it, which a capture does not
+    keep). Two different dialogs over one page are two screens, and a person names each by its title."""
+    texts = [(p.top, p.left, _clean(p.text)) for p, r in zip(parts, regs, strict=True)
+             if "dialog" in r and "live" not in r and p.visible and p.role not in CONTROL_ROLES and not _is_field(p)
+             and 0 < len(_clean(p.text)) <= DIALOG_TITLE_CHARS]
+    return min(texts)[2] if texts else ""
 
 
 # --- route -------------------------------------------------------------------------------------------------
@@ -294,6 +324,18 @@ def _path(path: str) -> str:
     return "/".join(_route_segment(s) for s in path.split("/")) or "/"
 
 
+def _query_keys(query: str) -> set[str]:
+    """The keys a route keeps: every key but those sent with an explicitly empty value (``?q=``: a search form
+    submitted blank, a link that carries an empty filter along), which select nothing and show the unfiltered view.
+    A bare key (``?h``, ``?edit``) is a mode flag and stays."""
+    out = set()
+    for item in query.split("&"):
+        key, eq, value = item.partition("=")
+        if key and not (eq and not value):
+            out.add(unquote(key.replace("+", " ")))
+    return out
+
+
 def route(location: str) -> str:
     """The route of a URL: no scheme, host or port; the path's id-like segments as placeholders; an SPA's hash
     route (``#/notes/7``, ``#!/x``) read as more path; the query's keys, sorted, without values (a value filters,
@@ -303,12 +345,12 @@ def route(location: str) -> str:
         return location
     parts = urlsplit(location)
     out = _path(parts.path)
-    keys = {k for k, _ in parse_qsl(parts.query, keep_blank_values=True)}
+    keys = _query_keys(parts.query)
     frag = parts.fragment
     if frag.startswith(("/", "!/")):
         fpath, _, fquery = frag.lstrip("!").partition("?")
         out = out.rstrip("/") + "#" + _path(fpath)
-        keys |= {k for k, _ in parse_qsl(fquery, keep_blank_values=True)}
+        keys |= _query_keys(fquery)
     return out + ("?" + "&".join(sorted(keys)) if keys else "")
 
 

@@ -84,6 +84,12 @@ def test_route_abstracts_ids_and_query_values_but_keeps_words_and_keys() -> None
     assert route("http://h/app#/notes/7") == route("http://h/app#/notes/8") == "/app#/notes/<n>"
     assert route("http://h/app#/notes") != route("http://h/app#/settings")
     assert route("http://h/app#!/notes?q=x") == "/app#/notes?q"
+    # A key sent with an empty value selects nothing (a search submitted blank, a link carrying an empty filter);
+    # a bare key is a mode flag.
+    assert route("http://h/admin/users/?q=") == route("http://h/admin/users/") == "/admin/users/"
+    assert route("http://h/admin/users/?q=&ordering=name") == "/admin/users/?ordering"
+    assert route("http://h/?h") == "/?h" != route("http://h/")
+    assert route("http://h/list?%40columns=id") == "/list?@columns"
 
 
 # --- what never splits ---------------------------------------------------------------------------------------
@@ -308,3 +314,23 @@ def test_a_heading_repeated_over_several_routes_is_chrome_and_the_title_names_th
     g2 = _graph(one, [("r0", "click", s) for s in one if s != "r0"])
     assert "Ticket" not in chrome_headings((url, els) for url, els in one.values())
     assert screen_names_of(g2)["r1"] == "Ticket"
+
+
+def test_a_dialog_without_a_heading_is_named_by_its_title_and_two_such_dialogs_are_two_screens() -> None:
+    # Many dialogs title themselves with a styled ``div`` (``aria-labelledby`` points at it): the topmost short
+    # text that is no control names the dialog, wherever the capture lists it.
+    def dialog(title: str, message: str) -> tuple[Element, ...]:
+        def at(path: str, text: str, y: int, **kw: object) -> Element:
+            e = el(path, text, **kw)
+            return e.model_copy(update={"bbox": BBox(x1=100, y1=y, x2=300, y2=y + 20)})
+
+        return (at("body[1]/dialog[1]/div[1]/div[3]/button[1]", "Close", 200, role="button", clickable=True),
+                at("body[1]/dialog[1]/div[1]/div[1]", title, 100, role="", cls="div"),
+                at("body[1]/dialog[1]/div[1]/span[1]", message, 140, role="", cls="span"))
+
+    kernel = page(extra=dialog("Error Starting Kernel", "Failed to fetch"))
+    launcher = page(extra=dialog("Launcher Error", "Failed to fetch"))
+    assert screen_name(kernel) == "Error Starting Kernel"
+    assert screen_name(launcher) == "Launcher Error"
+    assert key(kernel) != key(launcher)
+    assert screen_name(page()) == "Invoices"  # no dialog: the page's heading, as before

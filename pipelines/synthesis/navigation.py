@@ -465,6 +465,7 @@ class Navigator:
         sources: dict[ElementKey, set[str]] = {}
         dependent: set[ElementKey] = set()
         stayed: set[ElementKey] = set()
+        in_place: set[ElementKey] = set()
         start = self.clean_capture(g.entry) if g.entry else None
         home = location_path(start) if start is not None and "://" in start.location else ""
         for t in timeline(g):
@@ -473,9 +474,19 @@ class Navigator:
             if el is None or after is None or not self.is_navigation(t):
                 continue
             key = element_key(el)
+            if self.groups.get(t.to_state, t.to_state) == self.groups.get(t.from_state, t.from_state):
+                # A tap that stayed on its screen (a page's own search form, a filter) went nowhere: it says
+                # nothing of where the control leads from elsewhere, as the planner's detour check reads it too
+                # (``Planner._destinations``), and it binds the control to no page.
+                stayed.add(key)
+                continue
             first.setdefault(key, t)
             dests.setdefault(key, set()).add(self.groups.get(t.to_state, t.to_state))
             sources.setdefault(key, set()).add(self.groups.get(t.from_state, t.from_state))
+            if after.location == src.location:
+                # It acted where it was: opened a menu or a dialog over the page, or closed one. What it led to
+                # holds the page under it, so it says nothing of where it leads from another page.
+                in_place.add(key)
             if _source_dependent(src, after, home):
                 dependent.add(key)
                 if location_path(src) == location_path(after) and not SCRIPT.search(location_path(src)):
@@ -488,9 +499,14 @@ class Navigator:
                 if el.visible and el.clickable:
                     shown_at.setdefault(element_key(el), set()).add(location_path(obs))
         self._page_bound = dependent - stayed
+        # A control whose tap led below its own page but that once stayed on its page (a menu's "Add user" that
+        # opened ``/users?template=item`` from ``/users``) is bound to no page; shown at three places or more it
+        # is the frame's link, as the planner's detour check (``Planner._leads_to``) already reads it — unless a
+        # tap of it acted in place (a dialog's "Close" returns to whatever page was under it).
         return {key: first[key] for key, to in dests.items()
-                if len(to) == 1 and key not in dependent
-                and (len(sources[key]) >= 2 or len(shown_at.get(key, ())) >= 3)}
+                if len(to) == 1 and key not in self._page_bound
+                and ((key not in dependent and len(sources[key]) >= 2)
+                     or (len(shown_at.get(key, ())) >= 3 and (key not in dependent or key not in in_place)))}
 
     def page_bound(self, key: ElementKey) -> bool:
         """Whether every tap of the control ``key`` opened another page that belongs to the page it was on (its

@@ -23,7 +23,7 @@ from typing import cast
 from graph.abstraction import Features
 from graph.identity import observation_features, same_screen
 from graph.reader import AppGraph
-from graph.user_screens import screens_of
+from graph.user_screens import route, screens_of
 from pipelines.synthesis.graph_names import site_titles_of
 from pipelines.synthesis.screens import has_dialog, heading
 
@@ -49,7 +49,7 @@ def screen_groups(graph: AppGraph) -> dict[str, str]:
             continue
         feats = observation_features(obs)
         head = heading(obs, site)
-        bucket = reps.setdefault((feats.location, head, has_dialog(obs)), [])
+        bucket = reps.setdefault((route(obs.location), head, has_dialog(obs)), [])
         key = next((k for k, f in bucket if same_screen(feats, head, f, head)), None)
         if key is None:
             key = state

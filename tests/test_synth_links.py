@@ -1,0 +1,108 @@
+"""Which controls the planner may tap on a screen where the crawl never tapped them: a frame's links.
+
+The planner's routes and its detour check must read "where does this control lead" alike. Where the detour check
+believes the sidebar's "Search" on the start page opens search (it did from two other pages) but the planner will
+not use it, every plan through the crawl's longer walk is refused as a detour and the screens behind it get no
+task. Three cases a CMS admin showed, built here as a small graph:
+
+- a tap that stayed on its screen (a page's own search form's "Search" button) says nothing of where the control
+  leads from elsewhere;
+- a menu link that opened a page below the one it was on (``/users`` → ``/users?template=item``) is still the
+  frame's link when the frame shows it on three pages or more;
+- a control that acted in place (opened a dialog over the page, or closed one) leads to whatever page lay under it,
+  and is never a link from another page.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import UTC, datetime, timedelta
+
+from graph.reader import AppGraph, build_graph
+from pipelines.synthesis.goals import Planner
+from schemas import Action, BBox, DeviceProfile, Element, Observation, Transition
+from schemas.base import stable_id
+
+W, H = 400, 300
+T0 = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
+# element id -> (role, text, box)
+CONTROLS = {"search": ("button", "Search", (300, 10, 380, 30)), "docs": ("link", "Documents", (10, 60, 100, 80)),
+            "users": ("link", "Users", (10, 90, 100, 110)), "add": ("link", "Add user", (10, 120, 100, 140)),
+            "go": ("button", "Search", (200, 150, 260, 170)), "julien": ("link", "Julien Dubois", (120, 200, 300, 220)),
+            "keys": ("button", "Shortcuts", (300, 40, 380, 60)), "close": ("button", "Close", (300, 250, 380, 270))}
+FRAME = ("search", "docs", "users", "add", "keys")
+
+
+def _obs(state: str, path: str, heading: str, controls: tuple[str, ...], dialog: str = "") -> Observation:
+    elements = [Element(id=f"{state}-h1", role="heading", text=heading, bbox=BBox(x1=120, y1=10, x2=280, y2=40))]
+    if dialog:
+        elements.append(Element(id=f"{state}-dlg", role="dialog", text="", bbox=BBox(x1=100, y1=50, x2=390, y2=290)))
+        elements.append(Element(id=f"{state}-dh", role="heading", text=dialog,
+                                bbox=BBox(x1=110, y1=60, x2=300, y2=80)))
+    for cid in controls:
+        role, text, (x1, y1, x2, y2) = CONTROLS[cid]
+        elements.append(Element(id=cid, role=role, text=text, clickable=True, bbox=BBox(x1=x1, y1=y1, x2=x2, y2=y2)))
+    return Observation(
+        id=stable_id("obs", state), screenshot_sha256=hashlib.sha256(state.encode()).hexdigest(), width=W, height=H,
+        device=DeviceProfile(name="desktop", width=W, height=H), platform="web", app_id="cms", app_version="1",
+        location=f"http://127.0.0.1:8000{path}", elements=elements, exact_hash=stable_id("exact", state),
+        structural_hash=stable_id("struct", state), timestamp=T0)
+
+
+def _graph(pages: dict[str, Observation], edges: list[tuple[str, str, str]]) -> AppGraph:
+    transitions = []
+    for i, (src, cid, dst) in enumerate(edges):
+        x1, y1, x2, y2 = CONTROLS[cid][2]
+        box = BBox(x1=x1, y1=y1, x2=x2, y2=y2)
+        x, y = box.center
+        transitions.append(Transition(
+            id=f"t{i:02d}", run_id="run-1", app_id="cms", from_state=src, to_state=dst,
+            from_observation_id=pages[src].id, to_observation_id=pages[dst].id,
+            action=Action(type="click", x=x, y=y, image_width=W, image_height=H, target_element_id=cid,
+                          target_bbox=box), effective=True, timestamp=T0 + timedelta(seconds=i)))
+    return build_graph("cms", list(pages.values()), transitions)
+
+
+def _routes(planner: Planner) -> dict[str, list[str]]:
+    """Screen goal → the labels its plan taps."""
+    return {p.facts.target: [s.target_label for s in p.steps if s.edge_id] for p in planner.plans()
+            if p.kind == "screen"}
+
+
+def test_a_tap_that_stayed_on_its_screen_does_not_unmake_a_frame_link() -> None:
+    pages = {"home": _obs("home", "/admin/", "Dashboard", FRAME),
+             "docs": _obs("docs", "/admin/documents/", "Documents", (*FRAME, "go")),
+             "docs2": _obs("docs2", "/admin/documents/", "Documents", (*FRAME, "go")),
+             "users": _obs("users", "/admin/users/", "Users list", FRAME),
+             "found": _obs("found", "/admin/search/", "Search results", FRAME)}
+    # The documents page's own "Search" button kept it on its screen; the sidebar's "Search" (one identity: a
+    # button reading "Search") opened search from two pages.
+    planner = Planner(_graph(pages, [("home", "docs", "docs"), ("docs", "go", "docs2"), ("docs", "users", "users"),
+                                     ("docs2", "search", "found"), ("users", "search", "found")]))
+    assert _routes(planner)["Search results"] == ["Search"]
+    assert not [d for _p, why, d in planner.refused if why == "detour_plan"]
+
+
+def test_a_menu_link_below_its_page_is_a_frame_link_where_the_frame_shows_it() -> None:
+    pages = {"home": _obs("home", "/admin/", "Dashboard", FRAME),
+             "docs": _obs("docs", "/admin/documents/", "Documents", FRAME),
+             "users": _obs("users", "/admin/users/", "Users list", FRAME),
+             "new": _obs("new", "/admin/users/?template=item", "New user", FRAME)}
+    planner = Planner(_graph(pages, [("home", "docs", "docs"), ("docs", "users", "users"), ("users", "add", "new")]))
+    assert _routes(planner)["New user"] == ["Add user"]  # from the start page, not through the users list
+    assert not [d for _p, why, d in planner.refused if why == "detour_plan"]
+
+
+def test_a_control_that_acted_in_place_is_no_link_from_another_page() -> None:
+    pages = {"home": _obs("home", "/admin/", "Dashboard", FRAME),
+             "users": _obs("users", "/admin/users/", "Users list", (*FRAME, "julien")),
+             "julien": _obs("julien", "/admin/users/6/", "Julien Dubois", FRAME),
+             "help": _obs("help", "/admin/users/6/", "Julien Dubois", (*FRAME, "close"), dialog="Keyboard shortcuts"),
+             "docs": _obs("docs", "/admin/documents/", "Documents", FRAME)}
+    # "Shortcuts" opened its dialog over Julien's page and "Close" went back to that page: both acted in place.
+    planner = Planner(_graph(pages, [("home", "users", "users"), ("users", "julien", "julien"),
+                                     ("julien", "keys", "help"), ("help", "close", "julien"),
+                                     ("julien", "docs", "docs")]))
+    routes = _routes(planner)
+    assert routes["Julien Dubois"] == ["Users", "Julien Dubois"]
+    assert all("Close" not in r and r[:1] != ["Shortcuts"] for r in routes.values())
