@@ -109,6 +109,11 @@ for name, description, runs in [("churn-model", "Gradient-boosted churn classifi
         client.create_model_version(name, f"runs:/{rid}/reports", run_id=rid,
                                     description=f"From run {rid[:8]}.")
 client.set_registered_model_alias("churn-model", "champion", "2")
+# What an admin's first look writes: listing an experiment's label schemas (a GET the UI sends) seeds its default
+# question lazily. Done here, so the pristine snapshot already holds them and a read-only crawl changes nothing.
+from mlflow.genai.label_schemas import list_label_schemas
+for exp in client.search_experiments():
+    list_label_schemas(exp.experiment_id)
 print(len(client.search_experiments()), "experiments")
 '''
 
