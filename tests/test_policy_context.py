@@ -13,6 +13,7 @@ from explorers.graph import Graph
 from explorers.policy import GreedyPolicy
 from graph.abstraction import StateTable, features
 from graph.screen import Screen, Widget
+from graph.user_screens import screen_name
 from schemas import BBox, Element, Platform
 
 
@@ -33,7 +34,10 @@ class World:
     def see(self, url: str, *widgets: Widget, with_back: bool = False) -> tuple[str, list[Candidate]]:
         screen = Screen(Platform.WEB, url, 400, 800, 1.0, list(widgets), b"")
         sid = self.table.assign(features(screen, False))[0]
-        self.graph.state(sid).location = url
+        info = self.graph.state(sid)
+        info.location = url
+        if not info.heading:  # as the crawler records it (``explorers.graph_log.remember``)
+            info.heading = screen_name([w.element for w in widgets])
         cands = candidates(screen, with_back=with_back)
         for c in cands:
             self.graph.offer(sid, c.key, c.group, c.target_key, c.action)
