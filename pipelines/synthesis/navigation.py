@@ -29,6 +29,7 @@ from urllib.parse import parse_qsl, unquote_plus, urlparse
 
 from graph.paths import Hop, breadth_first, route_to
 from graph.reader import AppGraph
+from pipelines.synthesis.graph_names import site_titles_of
 from pipelines.synthesis.screen_keys import screen_groups
 from pipelines.synthesis.screens import (
     CHOICE_ROLES,
@@ -37,6 +38,7 @@ from pipelines.synthesis.screens import (
     ElementKey,
     element_key,
     find_element,
+    heading,
     location_path,
     occurrence,
 )
@@ -501,12 +503,26 @@ class Navigator:
         self._page_bound = dependent - stayed
         # A control whose tap led below its own page but that once stayed on its page (a menu's "Add user" that
         # opened ``/users?template=item`` from ``/users``) is bound to no page; shown at three places or more it
-        # is the frame's link, as the planner's detour check (``Planner._leads_to``) already reads it — unless a
-        # tap of it acted in place (a dialog's "Close" returns to whatever page was under it).
+        # is the frame's link, as the planner's detour check (``Planner._leads_to``) already reads it — when its
+        # words name where it went (a footer's "Privacy policy" recorded as reloading a watchlist with other
+        # options is a tap that hit something else) and no tap of it acted in place (a dialog's "Close" returns to
+        # whatever page was under it).
         return {key: first[key] for key, to in dests.items()
                 if len(to) == 1 and key not in self._page_bound
                 and ((key not in dependent and len(sources[key]) >= 2)
-                     or (len(shown_at.get(key, ())) >= 3 and (key not in dependent or key not in in_place)))}
+                     or (len(shown_at.get(key, ())) >= 3
+                         and (key not in dependent or (key not in in_place and self._names_where(first[key])))))}
+
+    def _names_where(self, edge: Transition) -> bool:
+        """Whether the words of the control ``edge`` tapped name the screen it opened (a word of three letters or
+        more shared with that screen's heading or address)."""
+        _, el = target_of(self.graph, edge)
+        after = self.graph.observations.get(edge.to_observation_id)
+        if el is None or after is None:
+            return False
+        said = set(re.findall(r"\w{3,}", el.label.casefold()))
+        shown = " ".join([heading(after, site_titles_of(self.graph)), unquote_plus(after.location)]).casefold()
+        return any(w in set(re.findall(r"\w{3,}", shown)) for w in said)
 
     def page_bound(self, key: ElementKey) -> bool:
         """Whether every tap of the control ``key`` opened another page that belongs to the page it was on (its
