@@ -29,8 +29,9 @@ T0 = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 CONTROLS = {"search": ("button", "Search", (300, 10, 380, 30)), "docs": ("link", "Documents", (10, 60, 100, 80)),
             "users": ("link", "Users", (10, 90, 100, 110)), "add": ("link", "Add user", (10, 120, 100, 140)),
             "go": ("button", "Search", (200, 150, 260, 170)), "julien": ("link", "Julien Dubois", (120, 200, 300, 220)),
-            "keys": ("button", "Shortcuts", (300, 40, 380, 60)), "close": ("button", "Close", (300, 250, 380, 270))}
-FRAME = ("search", "docs", "users", "add", "keys")
+            "keys": ("button", "Shortcuts", (300, 40, 380, 60)), "close": ("button", "Close", (300, 250, 380, 270)),
+            "privacy": ("link", "Privacy policy", (10, 280, 100, 295))}
+FRAME = ("search", "docs", "users", "add", "keys", "privacy")
 
 
 def _obs(state: str, path: str, heading: str, controls: tuple[str, ...], dialog: str = "") -> Observation:
@@ -106,3 +107,15 @@ def test_a_control_that_acted_in_place_is_no_link_from_another_page() -> None:
     routes = _routes(planner)
     assert routes["Julien Dubois"] == ["Users", "Julien Dubois"]
     assert all("Close" not in r and r[:1] != ["Shortcuts"] for r in routes.values())
+
+
+def test_a_frame_control_recorded_reloading_its_page_under_other_words_is_no_link() -> None:
+    # The footer's "Privacy policy", tapped once on the users list, was recorded as reloading that list with other
+    # options (the tap hit something else): its words do not name where it went, so it is no way to the list.
+    pages = {"home": _obs("home", "/admin/", "Dashboard", FRAME),
+             "docs": _obs("docs", "/admin/documents/", "Documents", FRAME),
+             "users": _obs("users", "/admin/users/", "Users list", FRAME),
+             "more": _obs("more", "/admin/users/?limit=250", "Users list (250)", FRAME)}
+    planner = Planner(_graph(pages, [("home", "docs", "docs"), ("docs", "users", "users"),
+                                     ("users", "privacy", "more")]))
+    assert all("Privacy policy" not in r for r in _routes(planner).values())
