@@ -623,6 +623,21 @@ def test_an_answer_never_quotes_the_apps_pointer_to_its_own_help():
     assert not any(HELP_HINT.search(t) for t in (GROCERIES_TEXT, "Notes: buy milk", "See you at the lake"))
 
 
+def test_an_answer_never_quotes_a_forms_own_words_about_its_fields():
+    """A CMS's user page is an edit form; under its username field it says "Required. 150 characters or fewer.
+    Letters, digits and @/./+/-/_ only." Asked what the page says, a person reads the page's content, not the form
+    explaining a field (the text is longer than the item's, so "the longest text" alone would pick it)."""
+    from test_synth_toygraph import GROCERIES_TEXT
+
+    form = "body[1]/main[1]/form[1]"
+    field = Element(id="user", role="textbox", text="Username", editable=True, path=f"{form}/div[1]/input[1]",
+                    bbox=BBox(x1=20, y1=240, x2=380, y2=260))
+    help_text = Element(id="help", role="", text="Required. 150 characters or fewer. Letters, digits and @/./+/-/_ "
+                        "only.", path=f"{form}/div[1]/div[2]", bbox=BBox(x1=20, y1=262, x2=380, y2=280))
+    answer = _plans(notes_graph(extra={"groceries": [field, help_text]}))[("answer", "Groceries")]
+    assert answer.goal.answer == GROCERIES_TEXT
+
+
 def test_a_screen_named_like_the_start_screen_is_no_task():
     """Trac's /wiki is its WikiStart page: "Take me to Welcome to Trac." asked for the screen the task starts on."""
     from pipelines.synthesis.goals import Planner

@@ -291,6 +291,21 @@ def answer_span(text: str) -> str:
     return span if len(span.split()) >= MIN_ANSWER_WORDS else ""
 
 
+_FORM = re.compile(r"^(.*?/form(?:\[\d+\])?)(?:/|$)")
+
+
+def _form_of(path: str) -> str:
+    """The DOM path of the outermost form an element sits in ("" when none)."""
+    m = _FORM.match(path or "")
+    return m.group(1) if m else ""
+
+
+def _field_forms(obs: Observation) -> set[str]:
+    """The forms of a capture that hold an editable field. Text inside one labels, explains or validates a field
+    ("Required. Letters, digits and @/./+/- only.") — the app talking about its form, never what an item says."""
+    return {f for e in obs.elements if e.editable and (f := _form_of(e.path))}
+
+
 def _answer_text(obs: Observation, pollution_free: bool, chrome: set[str], anchor: Element | None = None,
                  rivals: Iterable[Element] = ()) -> str:
     """The item's own text: the longest plain text no other screen shows as chrome (banners, footers and
@@ -302,12 +317,13 @@ def _answer_text(obs: Observation, pollution_free: bool, chrome: set[str], ancho
     if anchor is not None and not anchor.path:
         anchor = None  # no DOM paths (a hand-built or Android capture without them): the whole screen counts
     depth = _own_region(anchor, rivals) if anchor is not None else 0
+    forms = _field_forms(obs)
     best = ""
     for e in obs.elements:
         text = " ".join(e.text.split())
         if not (e.role in TEXT_ROLES and not e.clickable and e.visible and text not in chrome):
             continue
-        if HELP_HINT.search(text):
+        if HELP_HINT.search(text) or _form_of(e.path) in forms:
             continue
         span = answer_span(text)
         if len(span.split()) >= MIN_ANSWER_WORDS and len(span) > len(best):
