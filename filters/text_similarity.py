@@ -94,6 +94,7 @@ class EmbeddingClusterer:
 
 
 PAIR_BLOCK = 1 << 14  # candidate pairs compared at once
+PAIR_COMPACT = 1 << 22  # candidate pairs held before repeats are merged
 GRAM_MEMO = 1 << 18  # gram hashes remembered by one MinHash clusterer (a few tens of MB at most)
 
 
@@ -150,7 +151,8 @@ class MinHashClusterer:
         of two or more texts produce pairs."""
         n = len(sigs)
         rows = self.num_perm // self.bands
-        pairs: list[np.ndarray] = []
+        found: list[np.ndarray] = []  # pairs (a, b) as a * n + b
+        pending = 0
         for band in range(self.bands):
             block = np.ascontiguousarray(sigs[:, band * rows:(band + 1) * rows])
             keys = block.view(np.dtype((np.void, block.dtype.itemsize * rows))).ravel()
@@ -168,11 +170,12 @@ class MinHashClusterer:
             later = ends - np.arange(len(order)) - 1
             first = np.repeat(np.arange(len(order)), later)
             offset = np.arange(len(first)) - np.repeat(np.cumsum(later) - later, later)
-            pairs.append(order[first] * n + order[first + 1 + offset])
-        if not pairs:
-            empty = np.array([], dtype=np.int64)
-            return empty, empty
-        codes = np.unique(np.concatenate(pairs).astype(np.int64))
+            found.append((order[first] * n + order[first + 1 + offset]).astype(np.int64))
+            pending += len(found[-1])
+            if pending > PAIR_COMPACT:  # many bands repeat the same pairs: they must not pile up in memory
+                found = [np.unique(np.concatenate(found))]
+                pending = len(found[0])
+        codes = np.unique(np.concatenate(found)) if found else np.zeros(0, dtype=np.int64)
         return codes // n, codes % n
 
 
