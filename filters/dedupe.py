@@ -41,6 +41,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from filters.facts import NEGATIVE, TrajectoryFacts, digest, normalize_text
+from filters.pickling import fast_state
 from filters.ranking import Rank, step_rank
 from filters.text_similarity import TextClusterer, argument_signature
 from filters.verdicts import EXACT, NEAR_INSTRUCTIONS, NEAR_SCREENS, UNIQUE_IDS, WHOLE, Rejection
@@ -48,6 +49,7 @@ from filters.verdicts import EXACT, NEAR_INSTRUCTIONS, NEAR_SCREENS, UNIQUE_IDS,
 SourceOf = Callable[[int], str]
 
 
+@fast_state
 @dataclass(frozen=True, slots=True)
 class Member:
     """A trajectory (or, in step units, one step) as the dedupe stages see it."""
@@ -65,6 +67,7 @@ class Member:
     weight_keys: tuple[str, ...] = ()  # per step: the supervision key of a trained step, "" for context steps
 
 
+@fast_state
 @dataclass(frozen=True, slots=True)
 class Survivor:
     """A member that no content dedupe rejected; ``weights`` are its steps' training weights."""

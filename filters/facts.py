@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from filters.base import Drop, RecordFilter, first_drop
 from filters.item import Item
+from filters.pickling import fast_state
 from filters.ranking import Rank, trajectory_rank
 from filters.screen_elements import Sketch, sketch
 from schemas import Action, Sample, Trajectory
@@ -78,6 +79,7 @@ def device_class(traj: Trajectory) -> str:
     return traj.steps[0].observation.device.kind or traj.lineage.device or ""
 
 
+@fast_state
 @dataclass(frozen=True, slots=True)
 class StepFacts:
     index: int
@@ -95,6 +97,7 @@ class StepFacts:
     sketch: Sketch | None = None
 
 
+@fast_state
 @dataclass(frozen=True, slots=True)
 class TrajectoryFacts:
     key: int  # position in the input (``pipelines.curation.plan.record_key``): unique within a run

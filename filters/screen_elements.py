@@ -29,6 +29,7 @@ from urllib.parse import urlsplit
 
 from pydantic import TypeAdapter
 
+from filters.pickling import fast_state
 from filters.pixel_blocks import THUMB_H, THUMB_W, changed_share, region_changed
 from graph.abstraction import (
     REPEAT_MIN,
@@ -59,6 +60,7 @@ def capture_features(location: str, elements: Iterable[Element | Mapping[str, An
     return features(screen_of(location, elements), with_phash=False, stable_ids=True)
 
 
+@fast_state
 @dataclass(frozen=True, slots=True)
 class Sketch:
     """A capture's identity, hashed: what dedupe keeps of a step's element tree (a few KB at most).
@@ -174,6 +176,7 @@ def learn_dynamic(sketches: Iterable[Sketch]) -> dict[str, set[str]]:
     return {f.location: table.mask_for(f.location) for f in feats}
 
 
+@fast_state
 @dataclass(frozen=True, slots=True)
 class Limits:
     """How different two captures of one screen may be. They count elements, so they do not depend on the screen

@@ -93,6 +93,11 @@ class EmbeddingClusterer:
         return _components(n, np.concatenate(ii), np.concatenate(jj))
 
 
+PAIR_BLOCK = 1 << 14  # candidate pairs compared at once
+PAIR_COMPACT = 1 << 22  # candidate pairs held before repeats are merged
+GRAM_MEMO = 1 << 18  # gram hashes remembered by one MinHash clusterer (a few tens of MB at most)
+
+
 class MinHashClusterer:
     """Estimated Jaccard similarity of character 5-gram sets ≥ ``threshold`` links two texts (LSH banding)."""
 
@@ -106,38 +111,72 @@ class MinHashClusterer:
         rng = np.random.default_rng(1)
         self._a = rng.integers(1, (1 << 61) - 1, num_perm, dtype=np.uint64)
         self._b = rng.integers(0, (1 << 61) - 1, num_perm, dtype=np.uint64)
+        self._grams: dict[str, int] = {}
 
     def signature(self, text: str) -> np.ndarray:
         t = _normalize(text)
         grams = {t[k:k + self.ngram] for k in range(max(1, len(t) - self.ngram + 1))}
-        hv = np.array([int.from_bytes(hashlib.blake2b(g.encode(), digest_size=8).digest(), "little") >> 3
-                       for g in grams], dtype=np.uint64)
+        hv = np.array([self._gram_hash(g) for g in grams], dtype=np.uint64)
         perm = (hv[:, None] * self._a[None, :] + self._b[None, :]) & np.uint64((1 << 61) - 1)
         return perm.min(axis=0)
+
+    def _gram_hash(self, gram: str) -> int:
+        """A gram's 61-bit hash, memoised: the instructions of one group share most of their 5-grams, and the
+        hash was most of a signature's cost. The memo is bounded (cleared when full)."""
+        h = self._grams.get(gram)
+        if h is None:
+            if len(self._grams) >= GRAM_MEMO:
+                self._grams.clear()
+            h = self._grams[gram] = int.from_bytes(hashlib.blake2b(gram.encode(), digest_size=8).digest(),
+                                                   "little") >> 3
+        return h
 
     def labels(self, texts: list[str]) -> np.ndarray:
         n = len(texts)
         if n < 2:
             return np.arange(n, dtype=np.int64)
         sigs = np.stack([self.signature(t) for t in texts])
+        a, b = self._candidates(sigs)
+        # A candidate pair is linked when its estimated Jaccard similarity reaches the threshold (compared in
+        # blocks of pairs, so that memory stays bounded however many candidates there are).
+        keep = np.concatenate([(sigs[a[k:k + PAIR_BLOCK]] == sigs[b[k:k + PAIR_BLOCK]]).mean(axis=1)
+                               >= self.threshold for k in range(0, len(a), PAIR_BLOCK)] or [np.zeros(0, bool)])
+        return _components(n, a[keep], b[keep])
+
+    def _candidates(self, sigs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Every pair (a < b) of texts that share at least one LSH band, once each.
+
+        Bands are bucketed with numpy (``np.unique`` over each band's rows as one opaque value) rather than a
+        Python loop over every text and band: that loop was most of a large dedupe group's time. Only buckets
+        of two or more texts produce pairs."""
+        n = len(sigs)
         rows = self.num_perm // self.bands
-        ii, jj = [], []
-        seen: set[tuple[int, int]] = set()
+        found: list[np.ndarray] = []  # pairs (a, b) as a * n + b
+        pending = 0
         for band in range(self.bands):
-            buckets: dict[bytes, list[int]] = {}
-            for k in range(n):
-                buckets.setdefault(sigs[k, band * rows:(band + 1) * rows].tobytes(), []).append(k)
-            for members in buckets.values():
-                for x in range(len(members)):
-                    for y in range(x + 1, len(members)):
-                        a, b = members[x], members[y]
-                        if (a, b) in seen:
-                            continue
-                        seen.add((a, b))
-                        if float(np.mean(sigs[a] == sigs[b])) >= self.threshold:
-                            ii.append(a)
-                            jj.append(b)
-        return _components(n, np.array(ii, dtype=np.int64), np.array(jj, dtype=np.int64))
+            block = np.ascontiguousarray(sigs[:, band * rows:(band + 1) * rows])
+            keys = block.view(np.dtype((np.void, block.dtype.itemsize * rows))).ravel()
+            _, inverse, counts = np.unique(keys, return_inverse=True, return_counts=True)
+            inverse = inverse.ravel()
+            shared = counts[inverse] > 1
+            if not shared.any():
+                continue
+            members = np.nonzero(shared)[0]
+            order = members[np.argsort(inverse[members], kind="stable")]  # by bucket, then by text
+            bucket_of = inverse[order]
+            starts = np.flatnonzero(np.r_[True, bucket_of[1:] != bucket_of[:-1]])
+            ends = np.repeat(np.r_[starts[1:], len(order)], np.diff(np.r_[starts, len(order)]))
+            # Each position p pairs with the later positions of its bucket: p+1 … end-1.
+            later = ends - np.arange(len(order)) - 1
+            first = np.repeat(np.arange(len(order)), later)
+            offset = np.arange(len(first)) - np.repeat(np.cumsum(later) - later, later)
+            found.append((order[first] * n + order[first + 1 + offset]).astype(np.int64))
+            pending += len(found[-1])
+            if pending > PAIR_COMPACT:  # many bands repeat the same pairs: they must not pile up in memory
+                found = [np.unique(np.concatenate(found))]
+                pending = len(found[0])
+        codes = np.unique(np.concatenate(found)) if found else np.zeros(0, dtype=np.int64)
+        return codes // n, codes % n
 
 
 def make_clusterer(backend: str, threshold: float | None = None) -> TextClusterer | None:

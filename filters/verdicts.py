@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from filters.pickling import fast_state
+
 SCHEMA, FLATTEN, QUALITY = "schema", "flatten", "quality"
 EXACT, NEAR_SCREENS, NEAR_INSTRUCTIONS, UNIQUE_IDS = ("exact_dedupe", "near_dup_screens", "near_dup_instructions",
                                                        "unique_ids")
@@ -17,6 +19,7 @@ STAGE_ORDER = (SCHEMA, FLATTEN, QUALITY, EXACT, NEAR_SCREENS, NEAR_INSTRUCTIONS,
 WHOLE = -1  # Rejection.step of a whole-record verdict
 
 
+@fast_state
 @dataclass(frozen=True, slots=True)
 class Rejection:
     """Why a record (``step == WHOLE``) or one of its steps (step mode) is not in the output."""
@@ -29,6 +32,7 @@ class Rejection:
     error: bool = False  # a filter raised (see filters.base.first_drop)
 
 
+@fast_state
 @dataclass(frozen=True, slots=True)
 class Weights:
     """Per-step training weights of a kept trajectory (only emitted when one differs from 1)."""
@@ -36,6 +40,7 @@ class Weights:
     weights: tuple[float, ...]
 
 
+@fast_state
 @dataclass(frozen=True, slots=True)
 class RecordOutcome:
     """Everything decided about one record: a whole-record rejection, or its rejected steps and weights."""

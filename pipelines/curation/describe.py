@@ -48,7 +48,8 @@ class DescribeSettings:
 def spool_row(key: int, traj: Trajectory, sample: Sample, redact: bool, difficulty: dict[str, Any]) -> dict:
     """The row a sample will have in a shard (no screenshot yet), with its key and the boxes to blur."""
     s = redact_sample(sample) if redact else sample
-    row = to_row(s.model_copy(update=difficulty))
+    row = to_row(s)
+    row.update(difficulty)  # (plain values, as a model_copy(update=...) would dump them: no copy per row)
     del row["image"]
     row[KEY] = key
     row[PII] = pii_boxes(traj.steps[sample.step_index].observation) if redact else []

@@ -32,18 +32,22 @@ class _Lines:
         self.f = open(split.path, "rb")  # noqa: SIM115 (closed at the end of the range, or when collected)
         self.f.seek(split.start)
         self.n, self.end = split.first_line, split.end
+        # The offset is counted from the lines read rather than asked of the file: ``tell()`` is a system call
+        # per record, and a call that releases the GIL waits for it again behind any busy thread.
+        self.pos = split.start
 
     def __iter__(self) -> _Lines:
         return self
 
     def __next__(self) -> tuple[int, bytes | LongLine]:
-        if self.f.closed or self.f.tell() >= self.end:
+        if self.f.closed or self.pos >= self.end:
             self.f.close()
             raise StopIteration
         raw = read_line(self.f, MAX_LINE_BYTES)  # (bounded: a record is at most MAX_LINE_BYTES of text)
         if not raw:
             self.f.close()
             raise StopIteration
+        self.pos = self.pos + len(raw) if isinstance(raw, bytes) else self.f.tell()
         self.n += 1
         return self.n - 1, raw
 
