@@ -47,10 +47,14 @@ def _shift(a: np.ndarray, b: np.ndarray) -> int:
     return best
 
 
+def pixels(thumb: bytes) -> np.ndarray:
+    """A ``thumbnail``'s gray pixels, ``THUMB_H`` x ``THUMB_W`` (uint8)."""
+    return np.frombuffer(zlib.decompress(thumb), np.uint8).reshape(THUMB_H, THUMB_W)
+
+
 def changed_share(a: bytes, b: bytes, align: bool = True) -> float:
     """Share of the blocks both thumbnails show (after aligning a scroll) whose content changed."""
-    x = np.frombuffer(zlib.decompress(a), np.uint8).reshape(THUMB_H, THUMB_W).astype(np.float32)
-    y = np.frombuffer(zlib.decompress(b), np.uint8).reshape(THUMB_H, THUMB_W).astype(np.float32)
+    x, y = pixels(a).astype(np.float32), pixels(b).astype(np.float32)
     s = _shift(x, y) if align else 0
     pa, pb = (x[: THUMB_H - s], y[s:]) if s >= 0 else (x[-s:], y[: THUMB_H + s])
     rows = (pa.shape[0] // BLOCK) * BLOCK
@@ -66,17 +70,17 @@ def same_picture(a: bytes, b: bytes) -> bool:
 FIELD_DELTA = 40  # gray difference over which a pixel inside a form field counts as changed (text, not antialiasing)
 
 
-def region_changed(a: bytes, b: bytes, box_a: tuple[int, int, int, int], box_b: tuple[int, int, int, int]) -> float:
-    """Share of the pixels of one region that changed between two thumbnails, the region at ``box_a`` in ``a`` and
-    ``box_b`` in ``b`` (thumbnail pixels, ``x1, y1, x2, y2``): a form field's box on each side of a scroll. 0.0
-    where the boxes differ in size, are empty, or are not wholly in both thumbnails (nothing to compare)."""
+def region_changed(x: np.ndarray, y: np.ndarray, box_a: tuple[int, int, int, int],
+                   box_b: tuple[int, int, int, int]) -> float:
+    """Share of the pixels of one region that changed between two thumbnails' ``pixels``, the region at ``box_a`` in
+    ``x`` and ``box_b`` in ``y`` (thumbnail pixels, ``x1, y1, x2, y2``): a form field's box on each side of a
+    scroll. 0.0 where the boxes differ in size, are empty, or are not wholly in both thumbnails (nothing to
+    compare)."""
     (xa, ya, xa2, ya2), (xb, yb, xb2, yb2) = box_a, box_b
     w, h = xa2 - xa, ya2 - ya
     if w <= 0 or h <= 0 or (w, h) != (xb2 - xb, yb2 - yb):
         return 0.0
     if min(xa, ya, xb, yb) < 0 or max(xa2, xb2) > THUMB_W or max(ya2, yb2) > THUMB_H:
         return 0.0
-    x = np.frombuffer(zlib.decompress(a), np.uint8).reshape(THUMB_H, THUMB_W)
-    y = np.frombuffer(zlib.decompress(b), np.uint8).reshape(THUMB_H, THUMB_W)
     d = np.abs(x[ya:ya2, xa:xa2].astype(np.int16) - y[yb:yb2, xb:xb2].astype(np.int16))
     return float((d > FIELD_DELTA).mean())

@@ -30,7 +30,7 @@ from urllib.parse import urlsplit
 from pydantic import TypeAdapter
 
 from filters.pickling import fast_state
-from filters.pixel_blocks import THUMB_H, THUMB_W, changed_share, region_changed
+from filters.pixel_blocks import THUMB_H, THUMB_W, changed_share, pixels, region_changed
 from graph.abstraction import (
     REPEAT_MIN,
     Features,
@@ -42,6 +42,7 @@ from graph.abstraction import (
     slot_keys,
 )
 from graph.screen import Screen, Widget
+from graph.user_screens import FIELD_ROLES
 from schemas.element import Element
 
 
@@ -107,11 +108,8 @@ def _value(e: Element) -> str:
     return f"{normalize_text(e.text or e.content_desc)}{typed}|{state}"
 
 
-FIELD_ROLES = frozenset({"textbox", "searchbox", "combobox", "spinbutton"})
-
-
 def _is_field(e: Element) -> bool:
-    return e.editable or e.role in FIELD_ROLES
+    return e.editable or e.role in FIELD_ROLES  # the screen definition's form fields (``graph.user_screens``)
 
 
 def sketch(location: str, elements: Sequence[Element | Mapping[str, Any]], height: int = 0,
@@ -239,12 +237,11 @@ def fields_changed(a: Sketch, b: Sketch, thumbs: tuple[bytes, bytes]) -> float:
     if not (a.width and a.height and b.width and b.height):
         return 0.0
     boxes_b = {k: box for k, *box in b.fields}
-    worst = 0.0
-    for k, *box_a in a.fields:
-        box_b = boxes_b.get(k)
-        if box_b is not None:
-            worst = max(worst, region_changed(thumbs[0], thumbs[1], _scaled(box_a, a), _scaled(box_b, b)))
-    return worst
+    shared = [(_scaled(box_a, a), _scaled(boxes_b[k], b)) for k, *box_a in a.fields if k in boxes_b]
+    if not shared:
+        return 0.0
+    x, y = pixels(thumbs[0]), pixels(thumbs[1])
+    return max(region_changed(x, y, box_a, box_b) for box_a, box_b in shared)
 
 
 def _scaled(box: Sequence[int], s: Sketch) -> tuple[int, int, int, int]:

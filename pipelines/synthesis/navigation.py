@@ -522,7 +522,7 @@ class Navigator:
             return False
         said = set(re.findall(r"\w{3,}", el.label.casefold()))
         shown = " ".join([heading(after, site_titles_of(self.graph)), unquote_plus(after.location)]).casefold()
-        return any(w in set(re.findall(r"\w{3,}", shown)) for w in said)
+        return not said.isdisjoint(re.findall(r"\w{3,}", shown))
 
     def page_bound(self, key: ElementKey) -> bool:
         """Whether every tap of the control ``key`` opened another page that belongs to the page it was on (its
