@@ -278,9 +278,9 @@ def screen_name(elements: Iterable[Any], title: str = "", site_titles: Iterable[
     return (main or banner or [""])[0]
 
 
-CONTROL_ROLES = frozenset({"button", "link", "checkbox", "radio", "switch", "tab", "menuitem", "menuitemcheckbox",
-                           "menuitemradio", "option", "combobox", "listbox", "textbox", "searchbox", "spinbutton",
-                           "slider", "label"})
+# Controls, not a title (fields are ``_is_field``'s).
+CONTROL_ROLES = frozenset({"button", "link", "checkbox", "radio", "switch", "tab", "listbox", "label"}
+                          | MENU_ITEM_ROLES)
 DIALOG_TITLE_CHARS = 80  # longer is the dialog's message, not its title
 
 
