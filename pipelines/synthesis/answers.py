@@ -40,6 +40,10 @@ def step_answer(payload: dict[str, Any], text: str) -> StepText:
                                                or QUOTED_POINT.search(parsed.instruction)):
         raise SynthParseError("unnamed_target", "the target has no text of its own and the instruction quotes "
                                                 f"none: {parsed.instruction!r} (describe what it shows)")
+    place = str((target.get("place") or {}).get("text") or "")
+    if place and place.casefold() not in parsed.instruction.casefold():
+        raise SynthParseError("unplaced_target", f"other controls read “{target.get('label')}” and the instruction "
+                                                 f"does not say it is the one at “{place}”: {parsed.instruction!r}")
     problem = check_reasoning(parsed.reasoning, action, _target(payload))
     if problem:
         raise SynthParseError(problem, f"reasoning: {parsed.reasoning!r}")

@@ -36,6 +36,7 @@ from pipelines.synthesis.screens import (
     link_named,
     location_path,
     spoken_label,
+    twin_place,
     visible_texts,
 )
 from pipelines.synthesis.verify.hindsight import after_only
@@ -149,7 +150,7 @@ def target_payload(obs: Observation, action: Action) -> dict[str, Any] | None:
     el = obs.element(action.target_element_id) if action.target_element_id else None
     if el is None:
         return None
-    return {
+    out: dict[str, Any] = {
         "role": el.role,
         "text": clip(el.text),
         "description": clip(el.content_desc),
@@ -159,6 +160,10 @@ def target_payload(obs: Observation, action: Action) -> dict[str, Any] | None:
         "label": clip(spoken_label(el), MAX_TEXT_CHARS),
         "bbox_2d": list(bbox_to_norm(el.bbox.as_tuple(), obs.width, obs.height)),
     }
+    kind, text = twin_place(obs, el)
+    if text:  # other controls on the screen read the same: the instruction must say where this one is
+        out["place"] = {"kind": kind, "text": text}
+    return out
 
 
 def expectation(obs: Observation, action: Action, after: list[str] | None = None) -> dict[str, Any]:

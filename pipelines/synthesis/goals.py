@@ -80,6 +80,7 @@ from pipelines.synthesis.screens import (
     siblings,
     spoken_label,
     texts_in,
+    twin_place,
 )
 from pipelines.synthesis.settings import PlanConfig
 from schemas import ActionType, Element, Goal, GoalKind, Observation, Transition
@@ -241,14 +242,18 @@ class Planner:
         """Why a step's control cannot be told apart from its look-alikes, or "": several visible controls on
         the screen read the same (every bill row's "edit" link), and nothing in the task or the instruction
         says which one — an agent could not know, and a replay on a fresh list may press another row's. Twins
-        that lead to one place (a header's and a sidebar's "Recent changes") are no ambiguity: either will do."""
+        that lead to one place (a header's and a sidebar's "Recent changes") are no ambiguity: either will do; nor
+        is a control whose row or heading names it alone (``screens.twin_place``): the step says where it is."""
         from pipelines.synthesis.kinds.mutations import names_row
 
         for i, s, obs, el in self._step_targets(plan):
             key = element_key(el)
             twins = sum(1 for e in obs.elements if e.visible and element_key(e) == key)
-            if twins > 1 and not self._one_destination(key, s, twins) and not (
-                    s.role == StepRole.COMMIT and names_row(plan.facts.item, obs, el)):  # "Mark read" of “Dune”
+            if twins < 2 or self._one_destination(key, s, twins):
+                continue
+            if s.role == StepRole.COMMIT and names_row(plan.facts.item, obs, el):  # "Mark read" of “Dune”
+                continue
+            if not twin_place(obs, el)[1]:  # else the step says where: "“contribs” in the row of …"
                 return f"step {i + 1}: {twins} controls on screen read “{clip(el.label)}”; nothing says which"
         return ""
 

@@ -349,6 +349,59 @@ def row_label(obs: Observation, el: Element) -> str:
     return ""
 
 
+# The list row, table row or card a control sits in (the innermost one).
+ROW = re.compile(r"^(.*(?:^|/)(?:li|tr|article)\[\d+\])(?:/|$)")
+
+
+def _words_in(obs: Observation, prefix: str, el: Element) -> str:
+    """The first text inside ``prefix`` (a heading's or row's DOM path) that names it on this screen: words, not
+    the control's own label, no time of day (another instance shows another), and shown once on the screen. Plain
+    text first: a row's own name is usually not a link."""
+    inside = [e for e in obs.elements if e.visible and e.id != el.id and e.path.startswith(prefix + "/")]
+    own = " ".join(el.label.split())
+    for plain in (True, False):
+        for other in inside:
+            name = " ".join(other.label.split())
+            if (other.clickable or other.role in ("link", "button")) == plain or not WORDY.search(name):
+                continue
+            if name == own or TIME_OF_DAY.search(name) or len(name) > MAX_TEXT_CHARS:
+                continue
+            if sum(" ".join(e.label.split()) == name for e in obs.elements if e.visible) == 1:
+                return name
+    return ""
+
+
+def place_of(obs: Observation, el: Element) -> tuple[str, str]:
+    """Where ``el`` sits, in words a person would use to point at it: ``("heading", "Start here")`` for a
+    section's "edit" link inside that heading, ``("row", "Category:Events")`` for a "contribs" link in the row
+    that names that page; ``("", "")`` when neither says. What tells look-alike controls apart (``twin_place``)."""
+    m = IN_HEADING.match(el.path)
+    if m is not None:
+        name = _words_in(obs, m.group(1), el)
+        if name:
+            return "heading", name
+    m = ROW.match(el.path)
+    if m is not None:
+        name = _words_in(obs, m.group(1), el)
+        if name:
+            return "row", name
+    return "", ""
+
+
+def twin_place(obs: Observation, el: Element) -> tuple[str, str]:
+    """How to tell ``el`` from the other visible controls that read the same (every row's "contribs", every
+    section's "edit"): its ``place_of`` when that place is its alone; ``("", "")`` when it has no look-alike or
+    nothing on screen tells them apart."""
+    key = element_key(el)
+    twins = [e for e in obs.elements if e.visible and e.id != el.id and element_key(e) == key]
+    if not twins:
+        return "", ""
+    place = place_of(obs, el)
+    if not place[1] or any(place_of(obs, t)[1] == place[1] for t in twins):
+        return "", ""
+    return place
+
+
 def _list_slot(el: Element) -> str:
     """The element's place in a repeated structure: its DOM path with sibling positions removed."""
     return INDEX_RE.sub("", el.path)

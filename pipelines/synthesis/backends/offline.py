@@ -232,7 +232,11 @@ class OfflineBackend(Backend):
         value = str(action.get("value") or "")
         if name in ("Scroll", "Swipe"):
             value = self._direction(lang, value)
-        return " ".join(template.format(label=label, role=role, value=value).split())
+        text = " ".join(template.format(label=label, role=role, value=value).split())
+        place = target.get("place") or {}
+        if place.get("text"):  # look-alike controls on the screen: say which one
+            text = self.phrases["places"][lang][place["kind"]].format(instruction=text, text=place["text"])
+        return text
 
     def _here(self, lang: str, payload: dict[str, Any], seed: str) -> str:
         r = self.phrases["reasoning"][lang]

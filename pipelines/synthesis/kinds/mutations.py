@@ -20,7 +20,16 @@ from graph.reader import AppGraph
 from pipelines.synthesis.graph_names import site_titles_of
 from pipelines.synthesis.navigation import anchor, form_session, is_fill, target_of, timeline
 from pipelines.synthesis.plan_parts import GoalFacts, GoalPlan, PlanStep, StepRole, _item_of, _nav_steps, _terminal
-from pipelines.synthesis.screens import BOX_ROLES, WORDY, clip, element_key, heading, location_path, spoken_label
+from pipelines.synthesis.screens import (
+    BOX_ROLES,
+    ROW,
+    WORDY,
+    clip,
+    element_key,
+    heading,
+    location_path,
+    spoken_label,
+)
 from schemas import ActionType, Element, Goal, GoalKind, Observation, Transition
 
 if TYPE_CHECKING:
@@ -98,9 +107,6 @@ def mutation_plans(planner: PlanContext) -> list[GoalPlan]:
                     must_show=[], summary=f"{kind.value}: {label} on {facts.target}", effects=effects_of(edge))
         plans.append(GoalPlan(g.app_id, goal, facts, [*steps, _terminal(dest)]))
     return plans
-
-
-ROW = re.compile(r"^(.*(?:^|/)(?:li|tr|article)\[\d+\])(?:/|$)")
 
 
 def row_owner(obs: Observation, el: Element) -> str:
