@@ -304,6 +304,26 @@ def test_a_form_page_without_a_heading_is_named_by_its_fieldset_caption() -> Non
     assert heading(bare) == "Add a bill"
 
 
+def test_an_unnamed_dialog_is_called_by_what_it_shows_never_by_an_id_written_for_code() -> None:
+    from pipelines.synthesis.screens import heading
+
+    # A UI library's popover: role dialog, no heading, no accessible name, only a generated id. Tasks read
+    # "Bring up the “radix-:r9:” panel" when that id named it.
+    obs = make_observation("form", None)
+    box = BBox(x1=300, y1=200, x2=500, y2=260)
+    popup = Element(id="pop", role="dialog", resource_id="radix-:r9:", bbox=box)
+    close = Element(id="pop-x", role="button", text="Close", clickable=True, bbox=BBox(x1=300, y1=200, x2=340, y2=215))
+    key = Element(id="pop-k", role="text", text="team", bbox=BBox(x1=310, y1=220, x2=360, y2=235))
+    value = Element(id="pop-v", role="text", text="data-science", bbox=BBox(x1=310, y1=240, x2=420, y2=255))
+    shown = obs.model_copy(update={"elements": [*obs.elements, popup, close, value, key]})
+    assert heading(shown) == "team"  # its topmost text, not the button above it, not the id
+    bare = shown.model_copy(update={"elements": [*obs.elements, popup]})
+    assert "radix" not in heading(bare)  # nothing inside: the page's own heading, never the id
+    # An accessible name still wins.
+    labelled = popup.model_copy(update={"content_desc": "Tag details"})
+    assert heading(shown.model_copy(update={"elements": [*obs.elements, labelled, key]})) == "Tag details"
+
+
 def test_a_link_the_app_shows_on_every_screen_opens_a_screen_not_a_list_entry():
     """A navigation bar is a row of links, a list by its structure; when the same links show at three or more
     places, the tap opens the app's screen ("Groceries"), not "the entry “Groceries”", and the answer question

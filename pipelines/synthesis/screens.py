@@ -116,8 +116,12 @@ def heading(obs: Observation, skip: frozenset[str] = frozenset()) -> str:
         inside = [name for h, name in [*named, *every] if d.bbox.contains(*h.bbox.center)]
         if inside:
             return clip(inside[0])
-        if usable_name(d.label) and d.label != d.role:
-            return clip(d.label)
+        said = spoken_label(d)  # its accessible name; never an id written for code ("radix-:r9:")
+        if usable_name(said) and said != d.role:
+            return clip(said)
+        title = _dialog_title(obs, d)
+        if title:
+            return title
     if named:
         return clip(named[0][1])
     # A form page without a heading is named by its fieldset's caption ("Add a bill", "Edit this bill"), as a
@@ -127,6 +131,18 @@ def heading(obs: Observation, skip: frozenset[str] = frozenset()) -> str:
         return clip(captions[0][1])
     titles = [n for _e, n in every if not TAGLINE.search(n)]
     return clip(titles[0]) if titles else ""
+
+
+def _dialog_title(obs: Observation, dialog: Element) -> str:
+    """What an unnamed dialog (no heading, no accessible name) shows first: its topmost plain text with words,
+    as a person would call it (``graph.user_screens`` names such a dialog the same way); "" when it has none."""
+    texts = [e for e in obs.elements if e.visible and e.id != dialog.id and not e.clickable
+             and e.role not in ("link", "button") and dialog.bbox.contains(*e.bbox.center)
+             and WORDY.search(spoken_label(e)) and usable_name(spoken_label(e))]
+    if not texts:
+        return ""
+    first = min(texts, key=lambda e: (e.bbox.y1, e.bbox.x1))
+    return clip(" ".join(spoken_label(first).split()))
 
 
 SITE_TITLE_SHARE = 0.8  # of an app's states
