@@ -88,6 +88,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -229,16 +230,16 @@ def common_counts(outs: dict[str, Path], apps: dict[str, dict[str, Any]]) -> dic
 
 
 def screen_counts(out: Path, app: dict[str, Any]) -> tuple[int, int, int]:
-    """(graph states, distinct screens, distinct screen names) of one crawl's exported graph, in-app states only:
-    screens as a user counts them (``graph.user_screens.screens_of``), names as the viewer captions them."""
+    """(graph states, distinct screens, distinct names — one per screen) of one crawl's exported graph, in-app
+    states only: screens as a user counts them (``graph.user_screens.screens_of``), names as the viewer captions
+    them."""
     from graph.reader import load_graphs
     from graph.user_screens import screen_names_of, screens_of
 
     graphs = load_graphs(out / app["id"], [app["id"]]).graphs
     host = urlsplit(app["entry"]).hostname
     states: set[str] = set()
-    screens: set[str] = set()
-    names: set[str] = set()
+    named_as: dict[str, Counter[str]] = {}  # screen -> the names its states are captioned with
     nodes = out / app["id"] / "nodes.parquet"
     rows = pq.read_table(nodes, columns=["state_id", "title"]).to_pylist() if nodes.exists() else []
     titles = {r["state_id"]: r["title"] or "" for r in rows}
@@ -249,9 +250,11 @@ def screen_counts(out: Path, app: dict[str, Any]) -> tuple[int, int, int]:
             if obs is None or urlsplit(obs.location).hostname != host:
                 continue
             states.add(sid)
-            screens.add(key)
-            names.add(named.get(sid, ""))
-    return len(states), len(screens), len(names)
+            named_as.setdefault(key, Counter())[named.get(sid, "")] += 1
+    # One name per screen, the one most of its states carry: a screen whose states the viewer captions two ways
+    # must not count twice (that let the ratio pass 1).
+    names = {max(sorted(c), key=lambda n: c[n]) for c in named_as.values()}
+    return len(states), len(named_as), len(names)
 
 
 @contextmanager
