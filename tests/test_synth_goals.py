@@ -475,6 +475,17 @@ def test_a_heading_names_its_screen_without_its_inline_controls_or_a_result_coun
     alone = Element(id="al", role="link", text="Tables", path="body[1]/h2[1]/a[1]", clickable=True,
                     bbox=BBox(x1=10, y1=10, x2=80, y2=30))
     assert heading(screen(h("t", "Tables", "body[1]/h2[1]", 10), alone)) == "Tables"
+    # a file manager's toolbar drawn inside a heading element: every word is a link ("control-panel", "prev",
+    # "up", "next"), so it names no folder; a title with links among its words still names its page
+    bar = [Element(id=f"b{i}", role="link", text=t, path=f"body[1]/h2[1]/a[{i}]", clickable=True,
+                   bbox=BBox(x1=10 + 40 * i, y1=10, x2=40 + 40 * i, y2=30))
+           for i, t in enumerate(("control-panel", "prev", "up", "next"), start=1)]
+    assert heading(screen(h("tb", "control-panelprev/up/next", "body[1]/h2[1]", 10), *bar)) == ""
+    diff = [Element(id=f"v{i}", role="link", text=t, path=f"body[1]/h1[1]/a[{i}]", clickable=True,
+                    bbox=BBox(x1=10 + 60 * i, y1=10, x2=60 + 60 * i, y2=30))
+            for i, t in enumerate(("Version 3", "Version 4", "WikiStart"), start=1)]
+    title = "Changes between Version 3 and Version 4 of WikiStart"
+    assert heading(screen(h("d", title, "body[1]/h1[1]", 10), *diff)) == title
     counted = screen(h("c", "30 rows sorted by id descending", "body[1]/h3[1]", 10),
                      h("l", "loans", "body[1]/h1[1]", 50))
     assert heading(counted) == "loans" and headings(counted) == ["loans"]

@@ -30,7 +30,7 @@ CONTROLS = {"search": ("button", "Search", (300, 10, 380, 30)), "docs": ("link",
             "users": ("link", "Users", (10, 90, 100, 110)), "add": ("link", "Add user", (10, 120, 100, 140)),
             "go": ("button", "Search", (200, 150, 260, 170)), "julien": ("link", "Julien Dubois", (120, 200, 300, 220)),
             "keys": ("button", "Shortcuts", (300, 40, 380, 60)), "close": ("button", "Close", (300, 250, 380, 270)),
-            "privacy": ("link", "Privacy policy", (10, 280, 100, 295))}
+            "privacy": ("link", "Privacy policy", (10, 280, 100, 295)), "up": ("link", "up", (120, 280, 160, 295))}
 FRAME = ("search", "docs", "users", "add", "keys", "privacy")
 
 
@@ -119,3 +119,22 @@ def test_a_frame_control_recorded_reloading_its_page_under_other_words_is_no_lin
     planner = Planner(_graph(pages, [("home", "docs", "docs"), ("docs", "users", "users"),
                                      ("users", "privacy", "more")]))
     assert all("Privacy policy" not in r for r in _routes(planner).values())
+
+
+def test_a_page_without_a_heading_is_not_named_by_a_word_for_moving_or_a_symbol() -> None:
+    """A folder page with no heading of its own is called by the link that opened it ("Documents"), but a link
+    saying "up", "next" or "⏭" names no place: "Take me to up." is no task (a file manager gave four such)."""
+    from pipelines.synthesis.goals import _naming_words
+
+    assert _naming_words("Documents") == "Documents"
+    assert [_naming_words(w) for w in ("up", "Next", "⏭", "Cancel", "» ")] == ["", "", "", "", ""]
+
+    def bare(obs: Observation) -> Observation:
+        return obs.model_copy(update={"elements": [e for e in obs.elements if e.role != "heading"]})
+
+    for cid, named in (("docs", True), ("up", False)):
+        pages = {"home": _obs("home", "/admin/", "Dashboard", (*FRAME, "up")),
+                 "folder": bare(_obs("folder", "/files/a/", "", FRAME))}
+        targets = {p.facts.target for p in Planner(_graph(pages, [("home", cid, "folder")])).plans()
+                   if p.kind == "screen"}
+        assert (targets == {"Documents"}) if named else not targets, targets

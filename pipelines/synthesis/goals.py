@@ -88,6 +88,13 @@ from schemas import ActionType, Element, Goal, GoalKind, Observation, Transition
 PLAN_DEFAULT_MAX_STEPS: int = PlanConfig().max_steps
 
 
+def _naming_words(label: str) -> str:
+    """A control's words as the name of what it opened, or "" when they name nothing: no letters ("⏭", "»"), or
+    a word for moving or dismissing ("up", "Next", "Cancel") — "Take me to up." asks for no place a person knows."""
+    said = clip(" ".join(label.split()))
+    return said if WORDY.search(said) and not PLACEHOLDER_LABEL.match(said) else ""
+
+
 class Planner:
     """All goal plans of one graph, deterministic for a given graph."""
 
@@ -483,7 +490,7 @@ class Planner:
         fresh = [h for h in new_headings(before, after) if not h.rstrip().endswith(":")]
         if has_dialog(after) and not has_dialog(before):
             site = site_titles_of(self.graph)
-            name = heading(after, site) or (clip(spoken_label(target)) if target is not None else "")
+            name = heading(after, site) or _naming_words(spoken_label(target) if target is not None else "")
             return (name, "overlay") if name else None
         if target is not None and target.role == "tab":
             return (clip(spoken_label(target)), "tab") if spoken_label(target) else None
@@ -492,7 +499,7 @@ class Planner:
             # the link's resource id: Trac's image-only "logo" link opens its configuration help, which no one
             # would call "logo".
             said = " ".join((target.text or target.content_desc).split()) if target is not None else ""
-            name = heading(after, site_titles_of(self.graph)) or (fresh[0] if fresh else "") or clip(said)
+            name = heading(after, site_titles_of(self.graph)) or (fresh[0] if fresh else "") or _naming_words(said)
             if (name in frame_headings_of(self.graph) and WORDY.search(said) and not PLACEHOLDER_LABEL.match(said)
                     and name != clip(said)):
                 # A heading the app puts over pages of several routes ("SQL" over every table of a database
@@ -505,7 +512,8 @@ class Planner:
             grown = sum(e.clickable and e.visible for e in after.elements) - sum(
                 e.clickable and e.visible for e in before.elements)
             if grown >= 3:  # a menu or a panel full of controls opened in place
-                return (clip(spoken_label(target)), "overlay") if spoken_label(target) else None
+                name = _naming_words(spoken_label(target))
+                return (name, "overlay") if name else None
         return None
 
     # --- forms: create, edit, settings -------------------------------------------------------------------

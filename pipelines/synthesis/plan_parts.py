@@ -50,7 +50,7 @@ MAX_ANSWER_CHARS = 300
 # A link's words that say where to click, not what is there ("link", "here", "read more" in a wiki's prose): no
 # one asks to be shown "link".
 PLACEHOLDER_LABEL = re.compile(r"^\W*(link|here|this|that|click here|this link|read more|more|details|view|open|go|"
-                               r"continue|next|previous|prev|back)\W*$", re.IGNORECASE)
+                               r"continue|next|previous|prev|back|up|cancel|close|ok)\W*$", re.IGNORECASE)
 # The web capture's text limits (a name, a text block: ``explorers/web_script.py``): a text exactly this long
 # may have been cut there, mid-word.
 CAPTURE_LIMITS = (120, 400)

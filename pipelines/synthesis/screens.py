@@ -76,11 +76,18 @@ def heading_text(obs: Observation, el: Element) -> str:
     only a result count."""
     text = " ".join(el.text.split())
     if el.path:
+        controls = []
         for inner in obs.elements:
             said = " ".join(inner.text.split())
             if said and said != text and inner.clickable and inner.path.startswith(el.path + "/"):
+                controls.append(said)
                 cut = " ".join(re.sub(rf"[(\[]\s*{re.escape(said)}\s*[)\]]", " ", text).split())
                 text = cut or text
+        rest = text
+        for said in controls:
+            rest = rest.replace(said, " ")
+        if len(controls) > 1 and not WORDY.search(rest):
+            return ""  # a toolbar in a heading element ("control-panel prev/up/next", all links) names nothing
     text = COUNT_TAIL.sub("", text).strip()
     record = RECORD_TITLE.match(text)
     if record:
