@@ -58,10 +58,6 @@ from schemas.processes import process_start
 
 INPUT_TYPES = {ActionType.TYPE, ActionType.SELECT}
 POLICY_SNAPSHOT_EVERY = 10  # steps between saves of what the policy learned (and at the end of every run)
-LANDING_WAIT_S = 10.0  # how long a restart waits for an entry screen that offers nothing to act on to draw itself
-LANDING_IDLE_S = 2.0  # ... while it keeps loading: a screen that loaded nothing for this long is drawn as it is
-# (2 s, not 0.5: on a loaded machine Node-RED's editor parses its scripts for over half a second between fetches,
-# and a crawl of it then stopped at step 0, "every known state is fully explored", on a bare header)
 
 
 @dataclass
@@ -512,33 +508,11 @@ class Crawler:
                                  action=run_step(device, step.filled(values), self.app.entry))
         if self.instance is not None:
             self._digest = self.instance.digest()  # the scripts' own writes are not the next action's
-        landing = self._observe(self._drawn(device), index=len(parts))
+        landing = self._observe(device.capture_drawn(), index=len(parts))
         self._js_coverage("take", device, baseline=True)  # a landing: the baseline, if it is the crawl's first
         self._commit([*parts, landing], restart=True, reason=reason)
         self._landing = landing
         return landing
-
-    def _drawn(self, device: Device) -> Screen:
-        """The landing screen once it offers something to act on, waiting at most LANDING_WAIT_S.
-
-        Why: a single-page editor draws itself after the page's load event, with quiet gaps between fetching its
-        settings, its node types and its flows longer than any settle window (Node-RED: a bare header for a second
-        or two). Read then, the landing is a blank screen in the graph, the first action's screen is the real entry,
-        and with ``js_coverage`` the editor's whole start-up (half a megabyte of script) is credited to that action
-        instead of the baseline. A screen that offers an element to click or type into is drawn; one that offers
-        nothing and has loaded nothing for LANDING_IDLE_S is what the app shows (an error page, an empty app), and
-        waiting longer would only slow every restart down.
-        """
-        screen = device.capture()
-        deadline = time.monotonic() + LANDING_WAIT_S
-        while not _offers_actions(screen) and time.monotonic() < deadline:
-            idle = device.idle_s()
-            if idle is None or idle >= LANDING_IDLE_S:
-                break
-            time.sleep(self.settle.interval_s * 2)  # polling a condition, bounded: the next read decides
-            device.settle()
-            screen = device.capture()
-        return screen
 
     @staticmethod
     def _url(device: Device) -> str:
@@ -900,12 +874,6 @@ class Crawler:
         self.stats.restarts += 1
         self._policy_restarted()
         return self._restart(device, "still outside the app after going back", nxt.sid)
-
-
-def _offers_actions(screen: Screen) -> bool:
-    """Whether a screen shows an element a person could act on (the landing wait's test of a drawn screen)."""
-    return any(e.visible and e.enabled and (e.clickable or e.editable or e.checkable)
-               for e in (w.element for w in screen.widgets))
 
 
 def _posts_form(c: Candidate) -> bool:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import struct
 import threading
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -90,6 +91,18 @@ class PlatformAdapter(Protocol):
     def type_text(self, driver: Driver, text: str) -> None: ...
 
 
+LANDING_WAIT_S = 10.0  # how long a start waits for an entry screen that offers nothing to act on to draw itself
+LANDING_IDLE_S = 2.0  # ... while it keeps loading: a screen that loaded nothing for this long is drawn as it is
+# (2 s, not 0.5: on a loaded machine Node-RED's editor parses its scripts for over half a second between fetches,
+# and a crawl of it then stopped at step 0, "every known state is fully explored", on a bare header)
+
+
+def offers_actions(screen: Screen) -> bool:
+    """Whether a screen shows an element a person could act on (the landing wait's test of a drawn screen)."""
+    return any(e.visible and e.enabled and (e.clickable or e.editable or e.checkable)
+               for e in (w.element for w in screen.widgets))
+
+
 class Device:
     """One live session. Every public method raises ``SessionLost`` when the session has died."""
 
@@ -158,6 +171,38 @@ class Device:
             except InPageWaitUnavailable:
                 pass  # this page cannot run the in-page wait: poll it from here
         return self._guard(self._poll_settle)
+
+    def capture_drawn(self) -> Screen:
+        """The screen once it offers something to act on, waiting at most ``LANDING_WAIT_S`` — how a restart and a
+        replay's fresh start read the app's landing.
+
+        Why: a single-page app draws itself after the page's load event, with quiet gaps between fetching its
+        settings and its data longer than any settle window (Node-RED: a bare header for a second or two; MLflow:
+        an empty shell). Read then, the landing is a blank screen: the crawl's graph gets a blank entry, and a
+        replay's start matches no recorded screen (every MLflow replay failed ``start_state_mismatch`` while the
+        crawl, which waited, had recorded the drawn page). A screen that offers an element to click or type into
+        is drawn; one that offers nothing and has loaded nothing for ``LANDING_IDLE_S`` is what the app shows (an
+        error page, an empty app), and waiting longer would only slow every start down.
+        """
+        return self.capture_until(offers_actions)
+
+    def capture_until(self, done: Callable[[Screen], bool], wait_blank: bool = False) -> Screen:
+        """The screen once ``done`` holds of it, or once the page has loaded nothing for ``LANDING_IDLE_S`` (it
+        will not change by itself any more), waiting at most ``LANDING_WAIT_S``. For a start compared with a
+        recorded one: a page that offers its navigation before its main content (MLflow's sidebar, then its
+        welcome page) is only "not the recorded start" once it has finished drawing. ``wait_blank``: a screen
+        that offers nothing to act on is never taken as finished before the bound — on a loaded machine a large
+        single-page app parses its scripts for seconds with no request in flight, blank all the while."""
+        screen = self.capture()
+        deadline = time.monotonic() + LANDING_WAIT_S
+        while not done(screen) and time.monotonic() < deadline:
+            idle = self.idle_s()
+            if (idle is None or idle >= LANDING_IDLE_S) and not (wait_blank and not offers_actions(screen)):
+                break
+            time.sleep(self.settle_config.interval_s * 2)  # polling a condition, bounded: the next read decides
+            self.settle()
+            screen = self.capture()
+        return screen
 
     def settle_and_capture(self) -> tuple[SettleResult, Screen]:
         """Settle, then capture — in as few round trips as the platform allows (web: one script + screenshot)."""

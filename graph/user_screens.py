@@ -326,12 +326,15 @@ def _path(path: str) -> str:
 
 def _query_keys(query: str) -> set[str]:
     """The keys a route keeps: every key but those sent with an explicitly empty value (``?q=``: a search form
-    submitted blank, a link that carries an empty filter along), which select nothing and show the unfiltered view.
-    A bare key (``?h``, ``?edit``) is a mode flag and stays."""
+    submitted blank, a link that carries an empty filter along), which select nothing and show the unfiltered view,
+    and those whose value is itself a location (``?returnTo=%2Fgateway``, ``?next=/admin/``): where to go back
+    afterwards, which a link carries from whatever page it was drawn on — the same settings screen opened from two
+    pages. A bare key (``?h``, ``?edit``) is a mode flag and stays."""
     out = set()
     for item in query.split("&"):
         key, eq, value = item.partition("=")
-        if key and not (eq and not value):
+        said = unquote(value.replace("+", " "))
+        if key and not (eq and not value) and not said.startswith("/") and "://" not in said:
             out.add(unquote(key.replace("+", " ")))
     return out
 

@@ -338,6 +338,23 @@ def test_a_crawl_with_js_coverage_records_the_handlers_it_clicked(chromedriver_u
 
 
 @pytest.mark.server
+def test_a_replay_start_waits_for_an_editor_that_draws_itself_late(chromedriver_url: str, site_url: str) -> None:
+    """A replay's fresh start reads the landing as the crawl did, once drawn: compared too early with the crawl's
+    recorded entry, a single-page app's empty shell matched nothing (every MLflow replay: start_state_mismatch)."""
+    from explorers.device import offers_actions
+    from pipelines.synthesis.verify.replay import fresh_start
+
+    profile = Profile(VIEWPORTS["desktop"])
+    device = open_device(EndpointSpec("d0", chromedriver_url), profile)
+    try:
+        fresh_start(None, site_url + "/late", "web", profile)(device)
+        screen = device.capture()
+    finally:
+        device.quit()
+    assert offers_actions(screen), [w.element.label for w in screen.widgets]
+
+
+@pytest.mark.server
 def test_a_restart_waits_for_an_editor_that_draws_itself_late(chromedriver_url: str, site_url: str,
                                                              tmp_path: Path) -> None:
     """The landing is read once the screen offers something to act on: the graph's entry is the drawn editor, and
@@ -369,10 +386,10 @@ def test_a_landing_that_offers_nothing_and_loads_nothing_is_read_as_it_is(chrome
     """An empty page is what the app shows (an error page, an empty app): the wait ends once the page has loaded
     nothing for LANDING_IDLE_S, however long its bound. Counted in polls, not seconds: each poll reads the page's
     idle time, which only grows, so a slow machine polls fewer times, never more."""
-    from explorers import crawler as crawler_mod
+    from explorers import device as device_mod
     from explorers.device import Device
 
-    monkeypatch.setattr(crawler_mod, "LANDING_WAIT_S", 600.0)
+    monkeypatch.setattr(device_mod, "LANDING_WAIT_S", 600.0)
     polls = []
     real = Device.idle_s
     monkeypatch.setattr(Device, "idle_s", lambda self: polls.append(1) or real(self))
@@ -380,7 +397,7 @@ def test_a_landing_that_offers_nothing_and_loads_nothing_is_read_as_it_is(chrome
     landings = [o for _w, step in crawler.store.steps() for o in step.observations]
     assert landings and all(o.location.endswith("/empty") for o in landings)
     restarts = sum(1 for e in crawler.audit.entries() if e["decision"] == "restart")
-    limit = crawler_mod.LANDING_IDLE_S / (crawler.settle.interval_s * 2) + 2
+    limit = device_mod.LANDING_IDLE_S / (crawler.settle.interval_s * 2) + 2
     assert 0 < len(polls) <= restarts * limit, (len(polls), restarts)
     # a page that stays empty is reloaded a bounded number of times, then the crawl ends as explored
     assert restarts == 1 + crawler.stats.restarts and crawler.stats.restarts <= LANDING_RETRIES, crawler.stats

@@ -90,6 +90,11 @@ def test_route_abstracts_ids_and_query_values_but_keeps_words_and_keys() -> None
     assert route("http://h/admin/users/?q=&ordering=name") == "/admin/users/?ordering"
     assert route("http://h/?h") == "/?h" != route("http://h/")
     assert route("http://h/list?%40columns=id") == "/list?@columns"
+    # A key whose value is a location is where to go back afterwards, carried from the page the link was drawn on:
+    # the settings screen opened from the gateway page and from the start page is one screen.
+    assert route("http://h/#/settings/general?returnTo=%2Fgateway%2Fbudgets") == route("http://h/#/settings/general")
+    assert route("http://h/admin/pages/3/edit/?next=/admin/pages/") == "/admin/pages/<n>/edit/"
+    assert route("http://h/login?next=https%3A%2F%2Fh%2Fx&lang=en") == "/login?lang"
 
 
 # --- what never splits ---------------------------------------------------------------------------------------

@@ -118,8 +118,11 @@ def replay_one(device: ReplayDevice, traj: Trajectory, index: StateIndex,
         def changed() -> list[str] | None:
             return data().changed(baseline) if data is not None and baseline is not None else None
 
-        screen = device.capture()
-        if not index.same_start(traj.steps[0].observation.id, screen):
+        first = traj.steps[0].observation.id
+        until = getattr(device, "capture_until", None)  # a start still drawing is no mismatch yet
+        screen = until(lambda s: index.same_start(first, s), wait_blank=True) if until is not None \
+            else device.capture()
+        if not index.same_start(first, screen):
             return ReplayOutcome(False, "start_state_mismatch", -1)
         acting = [s for s in traj.steps if ActionType(s.action.type) not in TERMINAL]
         if goal is not None and (len(acting) == len(traj.steps) or ActionType(traj.steps[-1].action.type)
@@ -133,14 +136,19 @@ def replay_one(device: ReplayDevice, traj: Trajectory, index: StateIndex,
                 return ReplayOutcome(False, "target_missing", i)
             device.perform(action)
             device.settle()
-            screen = device.capture()
             want = traj.steps[i + 1].observation.id if i + 1 < len(traj.steps) else step.next_observation_id
-            # On the way the screen must be the recorded one as a user counts it (the state, or the same route,
-            # heading and structure): routes are planned over screens, so a hop may have been recorded on another
-            # state of its screen (a random banner, a ticking clock). The goal itself is checked strictly below.
-            if want and not (index.matches(want, screen_features(screen)) or (
-                    (i + 1 < len(acting) or (goal is not None and reached_by_place(goal)))
-                    and index.same_start(want, screen))):
+            loose = i + 1 < len(acting) or (goal is not None and reached_by_place(goal))
+
+            def arrived(s: Screen, want: str | None = want, loose: bool = loose) -> bool:
+                # On the way the screen must be the recorded one as a user counts it (the state, or the same
+                # route, heading and structure): routes are planned over screens, so a hop may have been recorded
+                # on another state of its screen (a random banner, a ticking clock). The goal is checked strictly
+                # below.
+                return not want or index.matches(want, screen_features(s)) or (loose and index.same_start(want, s))
+
+            # a single-page app may still be drawing what the tap opened: read again until it arrives or is done
+            screen = until(arrived, wait_blank=True) if until is not None else device.capture()
+            if not arrived(screen):
                 return ReplayOutcome(False, "diverged", i)
         if goal is not None:
             verdict = check_goal(goal, screen, index, changed())
@@ -208,14 +216,17 @@ def fresh_start(app: AppConfig | None, location: str, platform: str, profile: Pr
                 device.clear_data(entry)  # a fresh app session: no notes or settings from earlier replays
         device.open(entry)
         device.settle()
-        if app is None:
-            return
-        values = {"locale": profile.locale, "color_scheme": profile.color_scheme, "profile": profile.key}
-        with (scripted or contextlib.nullcontext)():
-            if app.login:  # the crawler's own login: a hidden marker or a login that did not take is a LoginError
-                log_in(device, app.login, values, app.entry)  # type: ignore[arg-type]
-            for step in app.setup:
-                run_step(device, step.filled(values), app.entry)  # type: ignore[arg-type]
+        if app is not None:
+            values = {"locale": profile.locale, "color_scheme": profile.color_scheme, "profile": profile.key}
+            with (scripted or contextlib.nullcontext)():
+                if app.login:  # the crawler's own login: a hidden marker or a login that did not take: LoginError
+                    log_in(device, app.login, values, app.entry)  # type: ignore[arg-type]
+                for step in app.setup:
+                    run_step(device, step.filled(values), app.entry)  # type: ignore[arg-type]
+        # The crawl read its landing once drawn (``Device.capture_drawn``); so must a start that is compared with it.
+        drawn = getattr(device, "capture_drawn", None)
+        if drawn is not None:
+            drawn()
 
     return start
 
