@@ -93,6 +93,7 @@ class PlatformAdapter(Protocol):
 
 LANDING_WAIT_S = 10.0  # how long a start waits for an entry screen that offers nothing to act on to draw itself
 LANDING_IDLE_S = 2.0  # ... while it keeps loading: a screen that loaded nothing for this long is drawn as it is
+LANDING_STABLE_S = 1.0  # ... or, once it offers something, whose screen has looked the same for this long
 # (2 s, not 0.5: on a loaded machine Node-RED's editor parses its scripts for over half a second between fetches,
 # and a crawl of it then stopped at step 0, "every known state is fully explored", on a bare header)
 
@@ -183,8 +184,35 @@ class Device:
         crawl, which waited, had recorded the drawn page). A screen that offers an element to click or type into
         is drawn; one that offers nothing and has loaded nothing for ``LANDING_IDLE_S`` is what the app shows (an
         error page, an empty app), and waiting longer would only slow every start down.
+
+        Offering something is not yet drawn: a single-page app shows its navigation first and its main content
+        a moment later (MLflow's sidebar, then its welcome page), and on a loaded machine the crawl recorded that
+        half-drawn shell as the entry, which no replay's start ever matched again. So the wait goes on until the
+        page has loaded nothing for ``LANDING_IDLE_S`` or its screen (route, main heading, main structure) has
+        held for ``LANDING_STABLE_S``, within the same bound — a page that polls its server is read after a
+        second of looking the same.
         """
-        return self.capture_until(offers_actions)
+        from graph.user_screens import screen_key
+
+        def key(s: Screen) -> object:
+            return screen_key(s.location, [w.element for w in s.widgets], s.title)
+
+        screen = self.capture_until(offers_actions)
+        if not offers_actions(screen):
+            return screen
+        deadline = time.monotonic() + LANDING_WAIT_S
+        shown, since = key(screen), time.monotonic()
+        while time.monotonic() < deadline and time.monotonic() - since < LANDING_STABLE_S:
+            idle = self.idle_s()
+            if idle is None or idle >= LANDING_IDLE_S:
+                break
+            time.sleep(self.settle_config.interval_s * 2)  # polling a condition, bounded: the next read decides
+            self.settle()
+            screen = self.capture()
+            now = key(screen)
+            if now != shown:
+                shown, since = now, time.monotonic()
+        return screen
 
     def capture_until(self, done: Callable[[Screen], bool], wait_blank: bool = False) -> Screen:
         """The screen once ``done`` holds of it, or once the page has loaded nothing for ``LANDING_IDLE_S`` (it

@@ -235,6 +235,11 @@ PAGES = {
     "/late": '<header>Editor</header><script src="/app.js"></script><script>'
              '(async function () { for (let i = 0; i < 6; i++) await fetch("/part?" + i); drawEditor(); })();'
              '</script>',
+    # the same editor behind a navigation bar drawn at once (MLflow: its sidebar, then its welcome page): the
+    # page offers a link long before it is drawn
+    "/nav-first": '<nav><a id="two" href="/two">Page two</a></nav><script src="/app.js"></script><script>'
+                  '(async function () { for (let i = 0; i < 6; i++) await fetch("/part?" + i); drawEditor(); })();'
+                  '</script>',
     # a page that offers nothing to act on and loads nothing more: drawn as it is
     "/empty": '<p>Nothing here yet.</p>',
     # an editor that, the first time this tab opens it, pauses past the landing wait's idle limit before drawing
@@ -378,6 +383,17 @@ def test_a_landing_read_before_it_drew_itself_is_reloaded_not_the_end_of_the_cra
     acts = [e["action"] for e in entries if e["decision"] == "act"]
     assert len(reloads) == 1 and acts and "'Start'" in acts[0], (reloads, acts)
     assert crawler.stats.stopped == "step budget" and crawler.stats.restarts == 1, crawler.stats
+
+
+@pytest.mark.server
+def test_a_landing_is_read_once_drawn_not_when_its_navigation_first_offers_a_link(
+        chromedriver_url: str, site_url: str, tmp_path: Path) -> None:
+    """Offering a link is not yet drawn: the crawl's entry must be the page a fresh start later shows (a replay
+    compares the two), not its navigation bar alone."""
+    crawler = _crawl(tmp_path, chromedriver_url, site_url + "/nav-first", False, steps=1)
+    first = next(o for _w, step in crawler.store.steps() for o in step.observations)
+    labels = [e.get("text") or e.get("content_desc") for e in first.elements if e.get("visible", True)]
+    assert "Start" in labels and "Page two" in labels, labels
 
 
 @pytest.mark.server
