@@ -94,7 +94,7 @@ def heading_of(elements: Iterable[Any]) -> str:
 
 def same_screen(got: Features, got_heading: str, want: Features, want_heading: str) -> bool:
     """What a user calls the same screen (``graph.user_screens``): the same route (no host, port, numbers, session
-    tokens or query values), the same main heading (``heading_of``) and the same main structure (an open
+    tokens or query values), the same main heading (``heading_of``) and the same landmark-level skeleton (an open
     dialog or menu, an edit form, a main content that is drawn). Texts, list lengths, flashes and trails may
     differ: that is what a start screen with random or instance-specific content does."""
     return features_key(got, got_heading) == features_key(want, want_heading)

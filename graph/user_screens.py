@@ -177,9 +177,9 @@ def regions(parts: Sequence[Part]) -> list[frozenset[str]]:
 
 
 def _in_main(r: frozenset[str], has_main: bool) -> bool:
-    """Whether a part of regions ``r`` is main content: outside the chrome (banner, navigation, footer,
-    sidebars), and inside ``main`` where the page marks one (a docs site draws its sidebar inside ``main``)."""
-    return ("main" in r if has_main else True) and not (r & CHROME)
+    """Whether a part of regions ``r`` is main content: inside ``main`` where the page marks one, else outside
+    the chrome (banner, navigation, footer, sidebars)."""
+    return "main" in r if has_main else not (r & CHROME)
 
 
 def _level(p: Part) -> int:
@@ -365,18 +365,16 @@ def _is_field(p: Part) -> bool:
 
 
 def skeleton(parts: Sequence[Part], regs: Sequence[frozenset[str]] | None = None) -> tuple[str, ...]:
-    """The main structure: ``main`` where the page marks one, ``content`` when the main content shows more than
-    its heading, ``form`` when it holds editable fields, ``dialog`` when one is open, ``menu:<path>`` per open
-    menu (where its items sit). Live regions (flashes, toasts, clocks) and texts never count, nor does the chrome
-    (banner, navigation, sidebars, footer — shown, collapsed or not drawn yet, even inside ``main``): a sidebar
-    one tap collapsed is the same page to a person."""
+    """The landmark-level structure: landmarks present, ``content`` when the main content shows more than its
+    heading, ``form`` when it holds editable fields, ``dialog`` when one is open, ``menu:<path>`` per open menu
+    (where its items sit). Live regions (flashes, toasts, clocks) and texts never count."""
     regs = regions(parts) if regs is None else regs
     has_main = any("main" in r for r, p in zip(regs, parts, strict=True) if p.visible)
     out: set[str] = set()
     for p, r in zip(parts, regs, strict=True):
         if not p.visible or "live" in r:
             continue
-        out.update(k for k in r if k == "main")
+        out.update(k for k in r if k in CHROME or k == "main")
         if "dialog" in r:
             out.add("dialog")
             continue

@@ -115,20 +115,6 @@ def test_trail_flash_clock_random_content_and_user_menu_never_split_a_screen() -
     assert key(bare, "http://h/share/?doc") != key(bare, "http://h/share/")
 
 
-def test_a_sidebar_shown_collapsed_or_missing_is_the_same_screen() -> None:
-    """The chrome around the main content is no part of a screen: a docs site's sidebar (drawn inside ``main``,
-    with a search box) collapsed by an earlier tap in the crawl and open on a fresh start is one page; a replay
-    compared the two and failed. Nor does the sidebar's search box make the page a form."""
-    side = (link("body[1]/main[1]/aside[1]/ul[1]/li[1]/a[1]", "Trails"),
-            el("body[1]/main[1]/aside[1]/div[1]/input[1]", "Search", role="searchbox", cls="input:search",
-               editable=True))
-    base = key(page())
-    assert key(page(extra=side)) == base
-    assert key(page(extra=tuple(e.model_copy(update={"visible": False}) for e in side))) == base
-    no_chrome = [e for e in page() if "/header[" not in e.path and "/nav[" not in e.path]
-    assert key(no_chrome) == base
-
-
 def test_typed_but_unsubmitted_text_is_the_same_screen() -> None:
     box = el("body[1]/main[1]/form[1]/input[1]", "Search", role="searchbox", cls="input:search", editable=True)
     typed = el("body[1]/main[1]/form[1]/input[1]", "Search", role="searchbox", cls="input:search", editable=True)
