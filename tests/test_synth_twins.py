@@ -92,6 +92,17 @@ def test_a_control_is_placed_by_the_row_or_heading_that_names_it_alone() -> None
         _el("s2", "text", "Our trees", "body[1]/main[1]/h2[2]/span[1]", 120),
         _el("e2", "link", "edit", "body[1]/main[1]/h2[2]/span[2]/a[1]", 120, clickable=True)])
     assert twin_place(page, page.element("e2")) == ("heading", "Our trees")  # type: ignore[arg-type]
+    # A button's words say what it does, not which row it is; a header row's links sort columns.
+    buttons = _obs("buttons", "/pages", [
+        _el(f"b{i}", "button", f"More options for page {i}", f"body[1]/ul[1]/li[{i}]/button[1]", 30 * i,
+            clickable=True) for i in (1, 2)] + [
+        _el(f"s{i}", "link", "LIVE", f"body[1]/ul[1]/li[{i}]/a[1]", 30 * i, clickable=True) for i in (1, 2)])
+    assert twin_place(buttons, buttons.element("s1")) == ("", "")  # type: ignore[arg-type]
+    head = _obs("head", "/t", [
+        _el("h1", "link", "id ▼", "body[1]/table[1]/thead[1]/tr[1]/th[1]/a[1]", 10, clickable=True),
+        _el("h2", "link", "sort", "body[1]/table[1]/thead[1]/tr[1]/th[2]/a[1]", 10, clickable=True),
+        _el("h3", "link", "sort", "body[1]/table[1]/thead[1]/tr[1]/th[3]/a[1]", 10, clickable=True)])
+    assert place_of(head, head.element("h2")) == ("", "")  # type: ignore[arg-type]
     # A control without a look-alike needs no place.
     alone = _obs("alone", "/log", _log(["Pruning guide"]))
     assert twin_place(alone, alone.element("contribs1")) == ("", "")  # type: ignore[arg-type]

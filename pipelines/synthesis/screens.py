@@ -385,7 +385,10 @@ def _words_in(obs: Observation, prefix: str, el: Element) -> str:
     for plain in (True, False):
         for other in inside:
             name = " ".join(other.label.split())
-            if (other.clickable or other.role in ("link", "button")) == plain or not WORDY.search(name):
+            control = other.clickable or other.role in ("link", "button")
+            # plain text first, then a link (an entry's name often is one); never a button's words ("More options
+            # for 'About us'", "Sites menu"): they say what it does, not which row it is
+            if control == plain or (control and other.role != "link") or not WORDY.search(name):
                 continue
             if name == own or TIME_OF_DAY.search(name) or len(name) > MAX_TEXT_CHARS:
                 continue
@@ -404,7 +407,7 @@ def place_of(obs: Observation, el: Element) -> tuple[str, str]:
         if name:
             return "heading", name
     m = ROW.match(el.path)
-    if m is not None:
+    if m is not None and not TABLE_HEADER.search(el.path):  # a header row's links sort columns: no entry's row
         name = _words_in(obs, m.group(1), el)
         if name:
             return "row", name
