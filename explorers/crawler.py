@@ -129,12 +129,16 @@ def app_hosts(app: AppConfig) -> list[str]:
     return app.allowed_hosts or [urlsplit(app.entry).hostname or ""]
 
 
-ENVIRONMENT_DENY = ("money", "messaging")  # what still leaves an isolated instance: payments and messages
+# What stays denied inside an environment: what leaves the isolated instance (payments, messages), and logging out,
+# which harms nothing but ends the identity the crawl runs as — the rest of the episode would be anonymous
+# screens that no replay, which logs in as the config says, can reach (a tracker's issue pages, crawled after a
+# "Logout", failed 6 of 14 replays).
+ENVIRONMENT_DENY = ("money", "messaging", "session")
 
 
 def guard_for(app: AppConfig) -> SafetyGuard:
-    """The app's safety guard. Inside an environment only the categories that reach beyond the instance stay
-    (money, messaging) and edits are committed: the instance is disposable, and what the crawl does there is what
+    """The app's safety guard. Inside an environment only ``ENVIRONMENT_DENY`` stays (money, messaging, logging
+    out) and edits are committed: the instance is disposable, and what the crawl does there is what
     synthesis turns into create / edit / delete tasks."""
     d = app.deny
     defaults = ENVIRONMENT_DENY if app.environment is not None else DEFAULT_CATEGORIES

@@ -219,3 +219,17 @@ def test_a_search_box_on_a_page_without_words_and_other_fields_keep_their_pools(
     # a filter box whose pattern refuses the word gets a value the pattern accepts
     coded = _field("filter", "Filter", pattern="[0-9]+")
     assert re.fullmatch("[0-9]+", FormFiller().value_for(coded, page))
+
+
+def test_inside_an_environment_deleting_is_allowed_but_logging_out_is_not() -> None:
+    """An environment's instance is disposable, so the crawl may delete and publish there; logging out harms
+    nothing either, but the rest of the episode would run anonymously, on screens no replay (which logs in as the
+    config says) can reach."""
+    base = {"devices": [{"name": "d", "url": "http://d"}]}
+    env = {"start": ["python", "-m", "http.server", "{port}"], "snapshot": {"files": "."}}
+    cfg = parse_config({**base, "apps": [{"id": "t", "entry": "/", "environment": env}]})
+    g = guard_for(cfg.apps[0])
+    assert g.blocked(_w("Delete page")) is None and g.blocked(_w("Publish")) is None
+    assert g.blocked(_w("Logout", role="link"))
+    assert g.blocked(_w("Go", role="link", href="http://127.0.0.1:8000/tracker/?@action=logout"))
+    assert g.blocked(_w("Donate"))  # money still leaves the instance
