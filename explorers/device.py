@@ -194,25 +194,20 @@ class Device:
         """
         from graph.user_screens import screen_key
 
-        def key(s: Screen) -> object:
-            return screen_key(s.location, [w.element for w in s.widgets], s.title)
-
         screen = self.capture_until(offers_actions)
         if not offers_actions(screen):
             return screen
-        deadline = time.monotonic() + LANDING_WAIT_S
-        shown, since = key(screen), time.monotonic()
-        while time.monotonic() < deadline and time.monotonic() - since < LANDING_STABLE_S:
-            idle = self.idle_s()
-            if idle is None or idle >= LANDING_IDLE_S:
-                break
-            time.sleep(self.settle_config.interval_s * 2)  # polling a condition, bounded: the next read decides
-            self.settle()
-            screen = self.capture()
-            now = key(screen)
-            if now != shown:
-                shown, since = now, time.monotonic()
-        return screen
+        shown: object = None
+        since = 0.0
+
+        def held(s: Screen) -> bool:  # the screen has looked the same for LANDING_STABLE_S
+            nonlocal shown, since
+            key = screen_key(s.location, [w.element for w in s.widgets], s.title)
+            if key != shown:
+                shown, since = key, time.monotonic()
+            return time.monotonic() - since >= LANDING_STABLE_S
+
+        return self._reread(screen, held)
 
     def capture_until(self, done: Callable[[Screen], bool], wait_blank: bool = False) -> Screen:
         """The screen once ``done`` holds of it, or once the page has loaded nothing for ``LANDING_IDLE_S`` (it
@@ -221,7 +216,12 @@ class Device:
         welcome page) is only "not the recorded start" once it has finished drawing. ``wait_blank``: a screen
         that offers nothing to act on is never taken as finished before the bound — on a loaded machine a large
         single-page app parses its scripts for seconds with no request in flight, blank all the while."""
-        screen = self.capture()
+        return self._reread(self.capture(), done, wait_blank)
+
+    def _reread(self, screen: Screen, done: Callable[[Screen], bool], wait_blank: bool = False) -> Screen:
+        """Settle and capture again until ``done`` holds of the screen, the page has loaded nothing for
+        ``LANDING_IDLE_S`` (``wait_blank``: and offers something to act on), or ``LANDING_WAIT_S`` has passed —
+        the one polling loop of the landing waits."""
         deadline = time.monotonic() + LANDING_WAIT_S
         while not done(screen) and time.monotonic() < deadline:
             idle = self.idle_s()

@@ -284,6 +284,13 @@ CONTROL_ROLES = frozenset({"button", "link", "checkbox", "radio", "switch", "tab
 DIALOG_TITLE_CHARS = 80  # longer is the dialog's message, not its title
 
 
+def dialog_title(elements: Iterable[Any]) -> str:
+    """The title of the open dialog of a capture's ``elements`` where it has no heading element (``_dialog_title``);
+    "" when none is open or it shows no such text. Synthesis names such a dialog by it too."""
+    parts = parts_of(elements)
+    return _dialog_title(parts, regions(parts))
+
+
 def _dialog_title(parts: Sequence[Part], regs: Sequence[frozenset[str]]) -> str:
     """An open dialog's title where it has no heading element: its topmost short text that is no control (many
     dialogs title themselves with a styled ``div``; ``aria-labelledby`` points at it, which a capture does not

@@ -311,10 +311,13 @@ def test_an_unnamed_dialog_is_called_by_what_it_shows_never_by_an_id_written_for
     # "Bring up the “radix-:r9:” panel" when that id named it.
     obs = make_observation("form", None)
     box = BBox(x1=300, y1=200, x2=500, y2=260)
-    popup = Element(id="pop", role="dialog", resource_id="radix-:r9:", bbox=box)
-    close = Element(id="pop-x", role="button", text="Close", clickable=True, bbox=BBox(x1=300, y1=200, x2=340, y2=215))
-    key = Element(id="pop-k", role="text", text="team", bbox=BBox(x1=310, y1=220, x2=360, y2=235))
-    value = Element(id="pop-v", role="text", text="data-science", bbox=BBox(x1=310, y1=240, x2=420, y2=255))
+    popup = Element(id="pop", role="dialog", resource_id="radix-:r9:", bbox=box, path="body[1]/div[4]")
+    close = Element(id="pop-x", role="button", text="Close", clickable=True, path="body[1]/div[4]/button[1]",
+                    bbox=BBox(x1=300, y1=200, x2=340, y2=215))
+    key = Element(id="pop-k", role="text", text="team", path="body[1]/div[4]/span[1]",
+                  bbox=BBox(x1=310, y1=220, x2=360, y2=235))
+    value = Element(id="pop-v", role="text", text="data-science", path="body[1]/div[4]/span[2]",
+                    bbox=BBox(x1=310, y1=240, x2=420, y2=255))
     shown = obs.model_copy(update={"elements": [*obs.elements, popup, close, value, key]})
     assert heading(shown) == "team"  # its topmost text, not the button above it, not the id
     bare = shown.model_copy(update={"elements": [*obs.elements, popup]})

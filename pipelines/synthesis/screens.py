@@ -14,6 +14,7 @@ import re
 from collections.abc import Iterable, Mapping
 from urllib.parse import urlparse
 
+from graph.user_screens import dialog_title
 from pipelines.synthesis.injection import looks_like_injection
 from schemas import Element, Observation
 
@@ -126,9 +127,9 @@ def heading(obs: Observation, skip: frozenset[str] = frozenset()) -> str:
         said = spoken_label(d)  # its accessible name; never an id written for code ("radix-:r9:")
         if usable_name(said) and said != d.role:
             return clip(said)
-        title = _dialog_title(obs, d)
+        title = dialog_title(obs.elements)  # else its topmost text, as ``graph.user_screens`` names it
         if title:
-            return title
+            return clip(title)
     if named:
         return clip(named[0][1])
     # A form page without a heading is named by its fieldset's caption ("Add a bill", "Edit this bill"), as a
@@ -138,18 +139,6 @@ def heading(obs: Observation, skip: frozenset[str] = frozenset()) -> str:
         return clip(captions[0][1])
     titles = [n for _e, n in every if not TAGLINE.search(n)]
     return clip(titles[0]) if titles else ""
-
-
-def _dialog_title(obs: Observation, dialog: Element) -> str:
-    """What an unnamed dialog (no heading, no accessible name) shows first: its topmost plain text with words,
-    as a person would call it (``graph.user_screens`` names such a dialog the same way); "" when it has none."""
-    texts = [e for e in obs.elements if e.visible and e.id != dialog.id and not e.clickable
-             and e.role not in ("link", "button") and dialog.bbox.contains(*e.bbox.center)
-             and WORDY.search(spoken_label(e)) and usable_name(spoken_label(e))]
-    if not texts:
-        return ""
-    first = min(texts, key=lambda e: (e.bbox.y1, e.bbox.x1))
-    return clip(" ".join(spoken_label(first).split()))
 
 
 SITE_TITLE_SHARE = 0.8  # of an app's states
@@ -387,7 +376,7 @@ def _words_in(obs: Observation, prefix: str, el: Element) -> str:
             name = " ".join(other.label.split())
             control = other.clickable or other.role in ("link", "button")
             # plain text first, then a link (an entry's name often is one); never a button's words ("More options
-            # for 'About us'", "Sites menu"): they say what it does, not which row it is
+            # for 'About us'"): they say what it does, not which row it is
             if control == plain or (control and other.role != "link") or not WORDY.search(name):
                 continue
             if name == own or TIME_OF_DAY.search(name) or len(name) > MAX_TEXT_CHARS:
