@@ -182,3 +182,29 @@ def test_the_lock_owner_is_typed_and_its_file_keeps_its_form(tmp_path: Path) -> 
     with pytest.raises(LockHeld):
         Lock(path).acquire()
     assert path.read_text() == "{not json"
+
+
+def test_a_rejected_trajectory_of_two_steps_reconciles_as_one_rejection(tmp_path: Path) -> None:
+    """A trajectory-level stage rejects one trajectory; its two samples leave with it. The report counts one
+    rejection, one reject row is on disk — the check must not compare it with the two samples that left."""
+    _write(tmp_path, OLD_LEDGER)
+    [led] = RunState(tmp_path / "state").finished()
+    manifest = {
+        "totals": {"records_in": 11, "records_rejected": 0, "samples_in": 42, "samples_rejected": 2,
+                   "samples_kept": 40, "trajectories_kept": 10},
+        "stages": [{"stage": "schema", "reasons": {}}, {"stage": "near_instructions", "reasons": {"near_dup": 1}}],
+        "shards": [{"file": "data/part-0.parquet", "rows": 40}],
+        "rejects": [{"file": "rejects/part-0.parquet", "rows": 1}],
+        "content_fingerprint": "f" * 16,
+    }
+    write_json(tmp_path / "out" / "v0002" / "manifest.json", manifest)
+    report = build_report(led, [led], tmp_path / "out")
+    checks = {c["check"]: c for c in report["reconciliation"]}
+    assert checks["curation rejects by reason == reject rows on disk"] == {
+        "check": "curation rejects by reason == reject rows on disk", "report": 1, "manifest": 1, "ok": True}
+    assert not any(w.startswith("reconciliation failed: curation rejects") for w in report["warnings"])
+    # a reject row missing from disk is still caught
+    manifest["rejects"] = []
+    write_json(tmp_path / "out" / "v0002" / "manifest.json", manifest)
+    report = build_report(led, [led], tmp_path / "out")
+    assert any(w.startswith("reconciliation failed: curation rejects") for w in report["warnings"])

@@ -67,9 +67,12 @@ def build_report(ledger: RunLedger, history: list[RunLedger], output: Path, stat
         checks = [
             {"check": "synthesized tasks == records into curation", "report": synth.tasks if synth else None,
              "manifest": totals.get("records_in")},
-            {"check": "curation rejects by reason == manifest rejected totals",
+            # each rejection is one row in the rejects files, whatever unit its stage decides on (a record, a
+            # trajectory, a sample); the totals' ``samples_rejected`` counts the samples of rejected trajectories
+            # too, so it is no measure of rejections
+            {"check": "curation rejects by reason == reject rows on disk",
              "report": sum(curation_rejects.values()),
-             "manifest": totals.get("records_rejected", 0) + totals.get("samples_rejected", 0)},
+             "manifest": sum(f["rows"] for f in manifest.get("rejects", []))},
             {"check": "kept samples == rows in the shards", "report": funnel["samples_kept"],
              "manifest": sum(s["rows"] for s in manifest["shards"])},
             {"check": "fingerprint recorded by the run == manifest", "report": curate.fingerprint if curate else None,
