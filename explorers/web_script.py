@@ -234,6 +234,18 @@ const INLINE = {A: 1, ABBR: 1, B: 1, BDI: 1, BDO: 1, CITE: 1, CODE: 1, DATA: 1, 
 // by the next heading down, "Description"); one that only wraps links stays out like the paragraph: a site's
 // brand link in an <h1> ("#! money?" on every I Hate Money screen) names no screen.
 const PERMALINK = /^\s*[¶§#🔗]\s*$/u;
+// A child the page draws apart from the words beside it starts a new word: its own box (inline-block, a flex item),
+// a margin or padding on that side, or a generated mark (a breadcrumb's "›" drawn by ``::before``). Without it
+// a header drawn as <h1>Household accounts 2024<strong>Income Statement</strong></h1>, the "›" and the gap drawn
+// by CSS, read "Household accounts 2024Income Statement" and named every screen of the app that way.
+function drawnApart(c, st, side) {
+  if (st.display !== 'inline' && st.display !== 'contents') return true;
+  const before = side === 'before';
+  if (parseFloat(before ? st.marginLeft : st.marginRight) > 0) return true;
+  if (parseFloat(before ? st.paddingLeft : st.paddingRight) > 0) return true;
+  const mark = getComputedStyle(c, '::' + side).content;
+  return !!mark && mark !== 'none' && mark !== 'normal';
+}
 const HEADING_TAGS = {H1: 1, H2: 1, H3: 1, H4: 1, H5: 1, H6: 1};
 function flowText(el) {
   const own = !!ownText(el);
@@ -255,7 +267,9 @@ function flowText(el) {
       if (st.display === 'none' || st.visibility === 'hidden' || parseFloat(st.opacity) === 0) continue;
       // a heading's permalink mark ("Welcome to Trac ¶") is no part of its words
       if (tag === 'A' && PERMALINK.test(str(P(c, 'textContent')))) continue;
+      if (t && !/\s$/.test(t) && drawnApart(c, st, 'before')) t += ' ';
       walk(c, inLink || tag === 'A');
+      if (drawnApart(c, st, 'after')) t += ' ';
     }
   })(el, false);
   if (!unlinked) return '';

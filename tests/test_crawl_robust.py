@@ -96,7 +96,11 @@ PAGES = {
         <p id="long">""" + "A long sentence about the project goes on. " * 8 + """</p>
         <h2 id="ticket"><span class="summary">Crash when the dialog closes</span></h2>
         <h3 id="badges"><a href="/plain">#1</a> <span><a href="/plain">defect</a></span></h3>
-        <h3 id="mixed"><a href="/plain">Ticket</a> <span>opened today</span></h3>""",
+        <h3 id="mixed"><a href="/plain">Ticket</a> <span>opened today</span></h3>
+        <style>#crumb strong::before { content: "›"; margin: 0 10px; } .gap { margin-left: 8px; }</style>
+        <h2 id="crumb">Household accounts<strong>Income Statement</strong></h2>
+        <h2 id="boxed">Ledger<span style="display:inline-block">Balance</span><span class="gap">Sheet</span></h2>
+        <h2 id="glued">W<b>ord</b>s</h2>""",
 }
 
 
@@ -180,6 +184,10 @@ def test_a_text_block_reads_with_its_inline_links_and_emphasis_but_not_its_block
     # A heading whose words are all in inline children is still a heading: the screen's title.
     assert by_id["ticket"].role == "heading" and by_id["ticket"].text == "Crash when the dialog closes"
     assert by_id["mixed"].role == "heading" and by_id["mixed"].text == "Ticket opened today"
+    # words the page draws apart (a generated "›", an inline-block, a margin) read apart; glued letters stay glued
+    assert by_id["crumb"].text == "Household accounts Income Statement"
+    assert by_id["boxed"].text == "Ledger Balance Sheet"
+    assert by_id["glued"].text == "Words"
     assert "badges" not in by_id  # only links (a brand link in an <h1>): the links are the elements
     assert [w.element.text for w in screen.widgets if w.element.role == "link"] == [
         "¶", "minimalistic", "Only a link", "#1", "defect", "Ticket"]

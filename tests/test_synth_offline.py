@@ -92,6 +92,9 @@ def test_no_offline_reasoning_names_what_only_the_next_screen_shows():
     # A control the next screen labels "link" (a wiki's prose) is not what "the “Settings” link" names.
     assert leaks("The “Settings” link is right here, so I'll tap it.", ["link", "here", "Theme"]) == []
     assert leaks("The “Settings” link leads to the Theme.", ["link", "Theme"]) == ["Theme"]
+    # Nor is the verb a reasoning wants with: an "Open" button on the next screen is not what "to open" names.
+    assert leaks("To open the Interest account, the “Interest” link is the direct way.", ["Open", "Balance"]) == []
+    assert leaks("To open it I'll tap “Interest” and check the Balance.", ["Open", "Balance"]) == ["Balance"]
 
 
 def test_accepted_actions_are_the_parallel_edges_reanchored_on_the_step_screen():

@@ -20,6 +20,10 @@ MIN_CHARS = 4
 # shows a control literally labelled "link" (a wiki's prose) does not make that sentence look ahead.
 UI_WORDS = frozenset({"link", "links", "button", "buttons", "field", "fields", "form", "page", "screen", "panel",
                       "option", "options", "checkbox", "menu", "list", "entry", "item", "here"})
+# Verbs a reasoning says what it wants with ("to open the Interest account", "to see its history"): a next screen
+# with a button literally labelled "Open" or "View" does not make that sentence look ahead — it names no content.
+# (On an accounting app 19 of 23 rejected steps were "To open …" next to an "Open" button on the account page.)
+INTENT_VERBS = frozenset({"open", "show", "view", "see", "look", "find", "go", "get", "reach", "visit", "read"})
 
 
 def _norm(text: str) -> str:
@@ -46,7 +50,7 @@ def leaks(reasoning: str, after_texts: Iterable[str]) -> list[str]:
     found = []
     for t in after_texts:
         n = _norm(t.rstrip("…"))
-        if not n or n in UI_WORDS:
+        if not n or n in UI_WORDS or n in INTENT_VERBS:
             continue
         if n.isascii():
             if re.search(r"(?<![\w])" + re.escape(n) + r"(?![\w])", r):
