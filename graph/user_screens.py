@@ -454,19 +454,44 @@ SITE_TITLE_MIN_STATES = 5
 
 def site_titles(screens: Iterable[tuple[Iterable[Any], str]]) -> frozenset[str]:
     """The app's own title: the headings and document-title parts (``Page - Site``) shown on (nearly) every one
-    of ``screens`` (each its elements and its document title, "" where unknown). They name the app, never a
-    screen (a sidebar's "My Wiki" on every page)."""
+    of ``screens`` (each its elements and its document title, "" where unknown), and the words that start a
+    heading on (nearly) every one (``site_prefixes``). They name the app, never a screen (a sidebar's "My Wiki"
+    on every page; "Household accounts 2024" in front of every page's name)."""
     counts: Counter[str] = Counter()
-    n = 0
+    heads: list[set[str]] = []
     for elements, title in screens:
-        n += 1
         said = {_clean(p.text) for p in parts_of(elements) if p.role == "heading" and p.visible and _clean(p.text)}
+        heads.append(set(said))
         parts = _title_parts(title)
         said.update(parts if len(parts) > 1 else [])
         counts.update(said)
+    n = len(heads)
     if n < SITE_TITLE_MIN_STATES:
         return frozenset()
-    return frozenset(h for h, c in counts.items() if c >= SITE_TITLE_SHARE * n)
+    return frozenset(h for h, c in counts.items() if c >= SITE_TITLE_SHARE * n) | site_prefixes(heads)
+
+
+SITE_PREFIX_MIN_CHARS = 6  # "The", "My" start many headings by chance; an app's title is longer
+
+
+def site_prefixes(heads: Sequence[Iterable[str]], share: float = SITE_TITLE_SHARE) -> frozenset[str]:
+    """The words that start a heading on (nearly) every screen — ``share`` of ``heads``, each one screen's heading
+    texts — the longest such run of each: an app's title drawn in front of every page's name, apart from it only
+    by CSS ("Household accounts 2024 › Income Statement", "… › Balance Sheet"). Left in, every screen's name
+    starts with the app's, and the page's own words come last. Fewer than ``SITE_TITLE_MIN_STATES`` screens
+    give none (a small app's one list may head every screen)."""
+    if len(heads) < SITE_TITLE_MIN_STATES:
+        return frozenset()
+    counts: Counter[str] = Counter()
+    for texts in heads:
+        starts: set[str] = set()
+        for text in texts:
+            words = text.split()
+            starts.update(" ".join(words[:k]) for k in range(1, len(words)))  # proper prefixes: more follows
+            starts.add(text)  # a screen headed by the title alone shows it too
+        counts.update(p for p in starts if len(p) >= SITE_PREFIX_MIN_CHARS)
+    common = {p for p, c in counts.items() if c >= share * len(heads)}
+    return frozenset(p for p in common if not any(q.startswith(p + " ") for q in common))
 
 
 def site_titles_of(graph: AppGraph) -> frozenset[str]:

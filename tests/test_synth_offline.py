@@ -452,6 +452,16 @@ def test_the_apps_own_title_on_every_screen_never_names_a_step_screen():
     assert screen_name(bare, site_titles_of(graph)) == "Notes app"
     # On an app whose screens each show their own title, nothing is a site title.
     assert site_titles_of(build_graph("notes", obs, transitions)) == frozenset()
+    # An app title drawn in front of every screen's own heading is left out of the screen's name.
+    prefixed = [o.model_copy(update={"elements": [
+        e.model_copy(update={"text": f"Notes app {e.text}"}) if e.role == "heading" else e for e in o.elements]})
+        for o in obs]
+    pgraph = build_graph("notes", prefixed, transitions)
+    assert "Notes app" in site_titles_of(pgraph)
+    pplan = next(p for p in plan_goals(pgraph) if p.kind == "screen" and p.facts.target == "Settings")
+    pscreens = [step_call(pgraph, pplan, i, "Open Settings.", "en", "v").payload["screen"]["screen"]
+                for i in range(len(pplan.steps))]
+    assert pscreens == screens
 
 
 def test_a_screen_without_a_heading_is_named_by_its_own_navigation_link():

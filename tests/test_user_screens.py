@@ -339,3 +339,27 @@ def test_a_dialog_without_a_heading_is_named_by_its_title_and_two_such_dialogs_a
     assert screen_name(launcher) == "Launcher Error"
     assert key(kernel) != key(launcher)
     assert screen_name(page()) == "Invoices"  # no dialog: the page's heading, as before
+
+
+def test_the_apps_title_in_front_of_every_heading_is_a_site_title_and_is_left_out_of_names() -> None:
+    """An accounting app draws its ledger's name before every page's name in one ``h1`` ("Household accounts 2024
+    › Income Statement", the "›" drawn by CSS). The words every screen's heading starts with are the app's title:
+    screens are named by what follows, and stay apart."""
+    pages = {f"s{i}": (f"http://h/ledger/{n.lower().replace(' ', '_')}/",
+                       [el("body[1]/header[1]/h1[1]", f"Household accounts 2024 {n}", role="heading")])
+             for i, n in enumerate(["Income Statement", "Balance Sheet", "Journal", "Holdings", "Statistics",
+                                    "Help"])}
+    g = _graph(pages, [("s0", "click", s) for s in pages if s != "s0"])
+    assert "Household accounts 2024" in site_titles_of(g)
+    names = screen_names_of(g)
+    assert names["s0"] == "Income Statement" and names["s2"] == "Journal"
+    assert len(set(screens_of(g).values())) == len(pages)
+    # words a few headings share are no title: the longest run on nearly every screen only
+    from graph.user_screens import site_prefixes
+
+    heads = [{"Household accounts 2024 Income"}, {"Household accounts 2024 Income Statement"},
+             {"Household accounts 2024 Balance Sheet"}, {"Household accounts 2024"}, {"Household accounts 2024 Help"}]
+    assert site_prefixes(heads) == frozenset({"Household accounts 2024"})
+    assert site_prefixes([{"The Income"}, {"The Balance"}, {"The Help"}, {"The Journal"}, {"The Statistics"}]) \
+        == frozenset()  # "The" is too short to be an app's title
+    assert site_prefixes(heads[:4]) == frozenset()  # too few screens to tell

@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable, Mapping
 from urllib.parse import urlparse
 
-from graph.user_screens import dialog_title
+from graph.user_screens import dialog_title, site_prefixes
 from pipelines.synthesis.injection import looks_like_injection
 from schemas import Element, Observation
 
@@ -118,7 +118,7 @@ def heading(obs: Observation, skip: frozenset[str] = frozenset()) -> str:
     they name the app, and only a screen with nothing else is called by them. A tagline (``TAGLINE``) names
     nothing ("The Manage your shared expenses, easily page is open.")."""
     dialogs = [e for e in obs.elements if e.role in DIALOG_ROLES and e.visible]
-    every = _heading_names(obs, HEADING_ROLES)
+    every = [(e, without_site(n, skip)) for e, n in _heading_names(obs, HEADING_ROLES)]
     named = [(e, n) for e, n in every if clip(n) not in skip and not TAGLINE.search(n)]
     for d in dialogs:
         inside = [name for h, name in [*named, *every] if d.bbox.contains(*h.bbox.center)]
@@ -141,6 +141,17 @@ def heading(obs: Observation, skip: frozenset[str] = frozenset()) -> str:
     return clip(titles[0]) if titles else ""
 
 
+def without_site(name: str, site: frozenset[str]) -> str:
+    """``name`` without the app's title in front of it ("Household accounts 2024 Income Statement" → "Income
+    Statement", ``site_titles``' prefixes); unchanged where none starts it or nothing would be left."""
+    for prefix in sorted(site, key=len, reverse=True):
+        if name.startswith(prefix + " "):
+            rest = name[len(prefix):].lstrip(" -|–—·:»/›>").strip()
+            if rest:
+                return rest
+    return name
+
+
 SITE_TITLE_SHARE = 0.8  # of an app's states
 SITE_TITLE_MIN_STATES = 5  # below this, a heading on every state may just be a small app's one list
 
@@ -151,14 +162,15 @@ def site_titles(states: Iterable[Iterable[Observation]]) -> frozenset[str]:
     TiddlyWiki." at every step, and "I'm on the My TiddlyWiki screen" once the control panel is open, tells the
     agent nothing. ``states`` holds each state's captures."""
     counts: dict[str, int] = {}
-    n = 0
+    heads: list[set[str]] = []
     for captures in states:
-        n += 1
-        for name in {h for obs in captures for h in headings(obs)}:
+        heads.append({h for obs in captures for h in headings(obs)})
+        for name in heads[-1]:
             counts[name] = counts.get(name, 0) + 1
-    if n < SITE_TITLE_MIN_STATES:
+    if len(heads) < SITE_TITLE_MIN_STATES:
         return frozenset()
-    return frozenset(h for h, c in counts.items() if c >= SITE_TITLE_SHARE * n)
+    # and the words in front of every screen's heading: the app's title drawn before each page's name
+    return frozenset(h for h, c in counts.items() if c >= SITE_TITLE_SHARE * len(heads)) | site_prefixes(heads)
 
 
 def headings(obs: Observation) -> list[str]:
