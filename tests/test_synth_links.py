@@ -30,7 +30,8 @@ CONTROLS = {"search": ("button", "Search", (300, 10, 380, 30)), "docs": ("link",
             "users": ("link", "Users", (10, 90, 100, 110)), "add": ("link", "Add user", (10, 120, 100, 140)),
             "go": ("button", "Search", (200, 150, 260, 170)), "julien": ("link", "Julien Dubois", (120, 200, 300, 220)),
             "keys": ("button", "Shortcuts", (300, 40, 380, 60)), "close": ("button", "Close", (300, 250, 380, 270)),
-            "privacy": ("link", "Privacy policy", (10, 280, 100, 295)), "up": ("link", "up", (120, 280, 160, 295))}
+            "privacy": ("link", "Privacy policy", (10, 280, 100, 295)), "up": ("link", "up", (120, 280, 160, 295)),
+            "pages": ("link", "Pages", (10, 150, 100, 170)), "title": ("link", "Title", (120, 180, 180, 195))}
 FRAME = ("search", "docs", "users", "add", "keys", "privacy")
 
 
@@ -138,3 +139,20 @@ def test_a_page_without_a_heading_is_not_named_by_a_word_for_moving_or_a_symbol(
         targets = {p.facts.target for p in Planner(_graph(pages, [("home", cid, "folder")])).plans()
                    if p.kind == "screen"}
         assert (targets == {"Documents"}) if named else not targets, targets
+
+
+def test_a_column_header_that_sorted_one_list_is_no_way_to_that_list_from_another() -> None:
+    """A CMS shows a "Title" column header on its pages, documents and images lists. The crawl tapped it on the
+    documents list, which reloaded as ``?ordering=-title``: the query's words are the view's options, not the
+    page's name, so the header is no frame link — the planner routed "28 Pages → Title → a document" and all
+    five such replays diverged."""
+    pages = {"home": _obs("home", "/admin/", "Dashboard", (*FRAME, "pages")),
+             "docs": _obs("docs", "/admin/documents/", "Documents", (*FRAME, "title")),
+             "sorted": _obs("sorted", "/admin/documents/?ordering=-title", "Documents", (*FRAME, "title")),
+             "tree": _obs("tree", "/admin/pages/3/", "Northwind Trails", (*FRAME, "title")),
+             "images": _obs("images", "/admin/images/", "Images", (*FRAME, "title"))}
+    planner = Planner(_graph(pages, [("home", "docs", "docs"), ("docs", "title", "sorted"), ("home", "pages", "tree"),
+                                     ("tree", "docs", "docs"), ("tree", "search", "images")]))
+    sort_edge = next(t.id for t in planner.graph.transitions if t.action.target_element_id == "title")
+    for state in ("tree", "images"):
+        assert sort_edge not in [e.id for e, _to in planner.nav.hops_from(state)]

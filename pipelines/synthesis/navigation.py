@@ -521,7 +521,12 @@ class Navigator:
         if el is None or after is None:
             return False
         said = set(re.findall(r"\w{3,}", el.label.casefold()))
-        shown = " ".join([heading(after, site_titles_of(self.graph)), unquote_plus(after.location)]).casefold()
+        # the page's address names it by its path (or, behind a front controller, its query); an ordinary page's
+        # query holds the view's options — a column header "Title" that sorted a list by ``?ordering=-title``
+        # does not name the list, and read so it became a way to that list from every page with such a column
+        path = location_path(after)
+        where = after.location if SCRIPT.search(path) else path
+        shown = " ".join([heading(after, site_titles_of(self.graph)), unquote_plus(where)]).casefold()
         return not said.isdisjoint(re.findall(r"\w{3,}", shown))
 
     def page_bound(self, key: ElementKey) -> bool:
