@@ -19,7 +19,9 @@ from __future__ import annotations
 # Installed once per document (by whichever script runs first): a MutationObserver that counts mutations and
 # remembers when the last one happened, wrappers around fetch/XMLHttpRequest that track requests in flight, and
 # one around setTimeout that tracks the short timers an action starts.
-_INSTALL = r"""
+RES_STALE_MS = 4000  # a script or stylesheet the page added and still loading after this is not awaited any more
+
+_INSTALL = f"const __TF_RES_STALE_MS = {RES_STALE_MS};\n" + r"""
 // Safe DOM access. A form exposes its controls as properties that override the built-in ones
 // ([LegacyOverrideBuiltIns]): with <input name="action"> ``form.action`` is that input, with
 // <button name="submit"> ``form.submit`` is the button, and ``form.getAttribute`` or ``form.parentElement`` can
@@ -75,9 +77,30 @@ function __tfInstall() {
   window.__tfMut = 0;
   window.__tfLast = __tfLoadedAt();
   window.__tfPend = {};
+  window.__tfRes = {};
   window.__tfReqId = 0;
+  // A script or stylesheet the page adds is loading until its load/error event: a single-page app fetches the
+  // code of the page a tap opened (a webpack chunk) this way, and draws the page once it has run. Nothing else
+  // moves meanwhile — no fetch, no DOM change — so without this the quiet window passed and the screen was read
+  // half-drawn (MLflow's "Experiments": the sidebar, no list). Never a long poll, so awaited longer than a request
+  // (``__TF_RES_STALE_MS``): one that never reports (inserted as inert markup) holds waits only that long.
+  function watchLoad(n) {
+    if (!n || n.nodeType !== 1) return;
+    const tag = n.tagName;
+    const code = tag === 'SCRIPT' && n.src;
+    const sheet = tag === 'LINK' && /(^|\s)(stylesheet|modulepreload)(\s|$)/i.test(String(n.rel || ''));
+    if (!code && !sheet) return;
+    const id = ++window.__tfReqId;
+    window.__tfRes[id] = performance.now();
+    const fin = function () { delete window.__tfRes[id]; window.__tfLast = performance.now(); };
+    n.addEventListener('load', fin, {once: true});
+    n.addEventListener('error', fin, {once: true});
+  }
   try {
-    new MutationObserver(function (m) { window.__tfMut += m.length; window.__tfLast = performance.now(); })
+    new MutationObserver(function (m) {
+      window.__tfMut += m.length; window.__tfLast = performance.now();
+      for (const r of m) for (const n of r.addedNodes) watchLoad(n);
+    })
       .observe(__tfP(document, 'documentElement'),
                {subtree: true, childList: true, attributes: true, characterData: true});
   } catch (e) {}
@@ -430,6 +453,8 @@ function __tfSettle(quietMs, timeoutMs, staleMs, done, early) {
   function pending(now) {
     let n = 0;
     for (const id in window.__tfPend) if (now - window.__tfPend[id] < staleMs) n++;
+    const resStale = Math.max(__TF_RES_STALE_MS, staleMs);
+    for (const id in window.__tfRes) if (now - window.__tfRes[id] < resStale) n++;
     // an action's timer not run yet; one overdue by 250 ms (a throttled background tab) is not awaited
     for (const id in window.__tfTimers) if (now - window.__tfTimers[id] < 250) n++;
     return n;
@@ -524,8 +549,11 @@ let last = 0;
 try { for (const e of performance.getEntriesByType('resource')) last = Math.max(last, e.responseEnd); } catch (e) {}
 try { if (window.__tfLast) last = Math.max(last, window.__tfLast); } catch (e) {}
 try { if (window.__tfPend && Object.keys(window.__tfPend).length) return 0; } catch (e) {}
+try {
+  for (const id in window.__tfRes || {}) if (now - window.__tfRes[id] < __TF_RES_STALE_MS) return 0;
+} catch (e) {}
 return (now - last) / 1000;
-"""
+""".replace("__TF_RES_STALE_MS", str(RES_STALE_MS))
 
 # The polling fallback's probe: page instance, readiness, DOM mutation count and scroll position.
 PROBE_JS = _INSTALL + """

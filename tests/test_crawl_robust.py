@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from explorers.crawler import Crawler
 from explorers.device import SessionLost
 from explorers.profiles import VIEWPORTS, Profile
 from explorers.sessions import COMMAND_TIMEOUT_MARGIN_S, EndpointSpec, open_device
+from explorers.settle import SettleConfig
 from explorers.store import read_log
 from explorers.web_parse import parse_web_elements
 from tests.pages import PageHandler, serve
@@ -104,12 +106,24 @@ PAGES = {
 }
 
 
+# A single-page app that fetches the code of the page a tap opens: the button adds a <script>, served late (after
+# the quiet window and the request stale limit), which draws the page when it runs.
+PAGES["/lazy"] = """<h1>Shell</h1><div id="main"></div><button id="open" onclick="
+    const s = document.createElement('script'); s.src = '/chunk.js'; document.head.appendChild(s);">Open</button>"""
+CHUNK_DELAY_S = 1.5
+
+
 POSTED = {"/bill": 0, "/reset": 0, "/bills/add": 0, "/bills/3/edit": 0}  # posts the crawl made, by form URL
 
 
 class _Handler(PageHandler):
     def do_GET(self) -> None:
         path = self.path.split("?", 1)[0]
+        if path == "/chunk.js":
+            time.sleep(CHUNK_DELAY_S)  # a slow chunk, not a race: the wait under test has no bound below 30 s
+            self.reply(b"document.getElementById('main').innerHTML = '<h2>Experiments</h2>';",
+                       content_type="text/javascript")
+            return
         body = f"<!doctype html><html><body>{PAGES.get(path, '<h1>Missing</h1>')}</body></html>".encode()
         self.reply(body, status=200 if path in PAGES else 404)
 
@@ -191,6 +205,24 @@ def test_a_text_block_reads_with_its_inline_links_and_emphasis_but_not_its_block
     assert "badges" not in by_id  # only links (a brand link in an <h1>): the links are the elements
     assert [w.element.text for w in screen.widgets if w.element.role == "link"] == [
         "¶", "minimalistic", "Only a link", "#1", "defect", "Ticket"]
+
+
+def test_a_tap_that_loads_the_next_pages_code_is_read_once_that_code_has_drawn_it(
+        chromedriver_url: str, pages_url: str) -> None:
+    """A script the page adds is awaited like a request, and longer: nothing else moves while a chunk loads, so
+    the screen was read with the shell only (no fetch in flight, no DOM change for the quiet window)."""
+    settle = SettleConfig(timeout_s=30.0, stale_request_s=30.0)
+    device = open_device(EndpointSpec("d0", chromedriver_url), Profile(VIEWPORTS["desktop"]), settle=settle)
+    try:
+        device.open(pages_url + "/lazy")
+        _settled, screen = device.settle_and_capture()
+        button = next(w for w in screen.widgets if w.element.resource_id == "open")
+        device.tap(*button.element.bbox.center)
+        settled, after = device.settle_and_capture()
+    finally:
+        device.quit()
+    assert settled.stable
+    assert "Experiments" in [w.element.text for w in after.widgets if w.element.role == "heading"]
 
 
 def test_demo_app_history_page_with_shadowing_controls_is_crawled(
