@@ -269,3 +269,24 @@ def test_every_new_kind_passes_the_answer_checks_offline(language: str, monkeypa
         for i in range(len(plan.steps)):
             payload = step_call(planner.graph, plan, i, task, language, "v").payload
             step_answer(payload, offline.step_text(payload))  # raises SynthParseError with the reason
+
+
+def test_a_form_whose_values_went_into_the_address_is_a_lookup_never_a_create() -> None:
+    """A wiki's "list files by user" form: typed, submitted, and the list reloaded as ``?user=date``. It saved
+    nothing, yet it read as "Create an admin with username: “date”". The same form posted to a page of its own
+    stays a create; so does one whose commit recorded a data effect."""
+    from test_synth_toygraph import notes_records
+
+    from pipelines.synthesis.goals import sent_in_address
+
+    obs, transitions = notes_records()
+    creates = [p for p in Planner(build_graph("notes", obs, transitions)).plans() if p.kind == "create"]
+    assert [p.facts.fields for p in creates] == [[("Title", "Weekend plans")]]
+    as_query = [o.model_copy(update={"location": o.location.replace("/notes/3", "/notes?title=Weekend+plans")})
+                for o in obs]
+    assert sent_in_address(["Weekend plans"], next(o for o in as_query if "title=" in o.location))
+    assert not [p for p in Planner(build_graph("notes", as_query, transitions)).plans() if p.kind == "create"]
+    commit = next(t for t in transitions if t.id == creates[0].steps[-2].edge_id)
+    saved = [t.model_copy(update={"mutates": ["table:notes.db/notes"]}) if t.id == commit.id else t
+             for t in transitions]
+    assert [p.kind for p in Planner(build_graph("notes", as_query, saved)).plans() if p.kind == "create"] == ["create"]

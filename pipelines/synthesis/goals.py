@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from urllib.parse import urlparse
+from urllib.parse import parse_qsl, urlparse
 
 from graph.reader import AppGraph
 from pipelines.synthesis.graph_names import frame_headings_of, site_titles_of
@@ -93,6 +93,17 @@ def _naming_words(label: str) -> str:
     a word for moving or dismissing ("up", "Next", "Cancel") — "Take me to up." asks for no place a person knows."""
     said = clip(" ".join(label.split()))
     return said if WORDY.search(said) and not PLACEHOLDER_LABEL.match(said) else ""
+
+
+def sent_in_address(values: list[str], obs: Observation) -> bool:
+    """Whether a typed value came back in the address's query (``?user=date``): the form was sent as a query,
+    to look something up, and saved nothing. A wiki's "list files by user" form typed and submitted in a crawl
+    made "Create an admin with username: “date”" tasks; a record's form is posted, and a page made from it
+    carries its name in the path (``/wiki/Trip``), if anywhere."""
+    if "://" not in obs.location:
+        return False
+    sent = {" ".join(v.split()).casefold() for _k, v in parse_qsl(urlparse(obs.location).query)}
+    return any(" ".join(v.split()).casefold() in sent for v in values if v.strip())
 
 
 class Planner:
@@ -586,6 +597,8 @@ class Planner:
             if steps[i].next_observation_id != steps[i + 1].observation_id:
                 steps[i] = _with_next(steps[i], steps[i + 1].observation_id)
         values = [v for _, v in facts.fields]
+        if values and not commit.mutates and sent_in_address(values, dest):
+            return None  # a lookup (a GET form: a filter, a "list files by user"): nothing was saved
         shown = texts_in(values, dest)
         if facts.fields and not facts.choices:
             same_form = (location_path(dest) == location_path(start_obs)
