@@ -136,7 +136,7 @@ def render_html(app_dir: Path, blobs: BlobStore, max_states: int = 400) -> str:
                                        | {n["observation_id"] for n in nodes})
     # Captioned with the screen's name (``graph.user_screens.screen_name``): the main content's heading, never the
     # navigation's, a user menu's or the app's own title (a heading or title part on nearly every screen).
-    site = site_titles((elements_of.get(n["observation_id"], []), n["title"] or "") for n in nodes)
+    site = site_titles((elements_of.get(n["observation_id"], []), n["title"] or "", n["location"]) for n in nodes)
     names = {n["state_id"]: screen_name(elements_of.get(n["observation_id"], []), n["title"] or "", site)
              or n["title"] or n["location"] for n in nodes}
     # Edges bundled per screen pair: one arrow however many actions led from one screen to the other.

@@ -71,6 +71,17 @@ function __tfLoadedAt() {
     return Math.min(now, last);
   } catch (e) { return now; }
 }
+// Scripts and stylesheets added by the page and still loading (``watchLoad``), for at most ``staleMs``; entries
+// that left the document or went stale are forgotten.
+function __tfResPending(now, staleMs) {
+  let n = 0;
+  for (const id in window.__tfRes || {}) {
+    const r = window.__tfRes[id];
+    if (!r.n.isConnected || now - r.t >= staleMs) { delete window.__tfRes[id]; continue; }
+    n++;
+  }
+  return n;
+}
 function __tfInstall() {
   if (window.__tfToken) return false;
   window.__tfToken = Math.random().toString(36).slice(2);
@@ -83,15 +94,24 @@ function __tfInstall() {
   // code of the page a tap opened (a webpack chunk) this way, and draws the page once it has run. Nothing else
   // moves meanwhile — no fetch, no DOM change — so without this the quiet window passed and the screen was read
   // half-drawn (MLflow's "Experiments": the sidebar, no list). Never a long poll, so awaited longer than a request
-  // (``__TF_RES_STALE_MS``): one that never reports (inserted as inert markup) holds waits only that long.
+  // (``__TF_RES_STALE_MS``). Only what a loader adds — to <head> or <body>, code the browser runs, a sheet it
+  // applies, each node once: markup set by innerHTML lands deeper and its scripts never run nor report, and one
+  // that never reports is dropped once it leaves the document or goes stale (``__tfResPending``).
+  const JS_TYPE = /^(|module|(text|application)\/(x-)?(java|ecma)script)$/i;
+  const watched = new WeakSet();
   function watchLoad(n) {
-    if (!n || n.nodeType !== 1) return;
+    if (!n || n.nodeType !== 1 || watched.has(n)) return;
+    const parent = n.parentNode;
+    if (parent !== __tfP(document, 'head') && parent !== __tfP(document, 'body')) return;
     const tag = n.tagName;
-    const code = tag === 'SCRIPT' && n.src;
-    const sheet = tag === 'LINK' && /(^|\s)(stylesheet|modulepreload)(\s|$)/i.test(String(n.rel || ''));
+    const code = tag === 'SCRIPT' && n.src && !n.noModule && JS_TYPE.test(String(n.type || '').trim());
+    const rel = String(n.rel || '');
+    const sheet = tag === 'LINK' && n.href && !n.disabled && !/(^|\s)alternate(\s|$)/i.test(rel)
+      && /(^|\s)(stylesheet|modulepreload)(\s|$)/i.test(rel);
     if (!code && !sheet) return;
+    watched.add(n);
     const id = ++window.__tfReqId;
-    window.__tfRes[id] = performance.now();
+    window.__tfRes[id] = {t: performance.now(), n: n};
     const fin = function () { delete window.__tfRes[id]; window.__tfLast = performance.now(); };
     n.addEventListener('load', fin, {once: true});
     n.addEventListener('error', fin, {once: true});
@@ -99,7 +119,7 @@ function __tfInstall() {
   try {
     new MutationObserver(function (m) {
       window.__tfMut += m.length; window.__tfLast = performance.now();
-      for (const r of m) for (const n of r.addedNodes) watchLoad(n);
+      try { for (const r of m) for (const n of r.addedNodes) watchLoad(n); } catch (e) {}
     })
       .observe(__tfP(document, 'documentElement'),
                {subtree: true, childList: true, attributes: true, characterData: true});
@@ -262,12 +282,18 @@ const PERMALINK = /^\s*[¶§#🔗]\s*$/u;
 // a header drawn as <h1>Household accounts 2024<strong>Income Statement</strong></h1>, the "›" and the gap drawn
 // by CSS, read "Household accounts 2024Income Statement" and named every screen of the app that way.
 function drawnApart(c, st, side) {
-  if (st.display !== 'inline' && st.display !== 'contents') return true;
+  // a box of its own (a flex or grid item is blockified); an inline-block only with room around it, so letters
+  // set one per inline-block span still read as one word
+  if (!st.display.startsWith('inline') && st.display !== 'contents') return true;
   const before = side === 'before';
   if (parseFloat(before ? st.marginLeft : st.marginRight) > 0) return true;
   if (parseFloat(before ? st.paddingLeft : st.paddingRight) > 0) return true;
-  const mark = getComputedStyle(c, '::' + side).content;
-  return !!mark && mark !== 'none' && mark !== 'normal';
+  // a mark with something in it, drawn in the flow (an empty or absolutely placed one is a clearfix or an
+  // underline, not a separator)
+  const ps = getComputedStyle(c, '::' + side);
+  const mark = ps.content;
+  if (!mark || mark === 'none' || mark === 'normal' || mark === '""' || mark === "''") return false;
+  return ps.position !== 'absolute' && ps.position !== 'fixed';
 }
 const HEADING_TAGS = {H1: 1, H2: 1, H3: 1, H4: 1, H5: 1, H6: 1};
 function flowText(el) {
@@ -453,8 +479,7 @@ function __tfSettle(quietMs, timeoutMs, staleMs, done, early) {
   function pending(now) {
     let n = 0;
     for (const id in window.__tfPend) if (now - window.__tfPend[id] < staleMs) n++;
-    const resStale = Math.max(__TF_RES_STALE_MS, staleMs);
-    for (const id in window.__tfRes) if (now - window.__tfRes[id] < resStale) n++;
+    n += __tfResPending(now, Math.max(__TF_RES_STALE_MS, staleMs));
     // an action's timer not run yet; one overdue by 250 ms (a throttled background tab) is not awaited
     for (const id in window.__tfTimers) if (now - window.__tfTimers[id] < 250) n++;
     return n;
@@ -550,7 +575,10 @@ try { for (const e of performance.getEntriesByType('resource')) last = Math.max(
 try { if (window.__tfLast) last = Math.max(last, window.__tfLast); } catch (e) {}
 try { if (window.__tfPend && Object.keys(window.__tfPend).length) return 0; } catch (e) {}
 try {
-  for (const id in window.__tfRes || {}) if (now - window.__tfRes[id] < __TF_RES_STALE_MS) return 0;
+  for (const id in window.__tfRes || {}) {
+    const r = window.__tfRes[id];
+    if (r.n.isConnected && now - r.t < __TF_RES_STALE_MS) return 0;
+  }
 } catch (e) {}
 return (now - last) / 1000;
 """.replace("__TF_RES_STALE_MS", str(RES_STALE_MS))

@@ -191,6 +191,7 @@ def _clean(text: str) -> str:
     return " ".join(text.split())
 
 
+TITLE_MARKS = " -|–—·:»›>/"  # what parts a title from the words after it ("Site › Page", "Site: Page")
 TITLE_SEPARATORS = re.compile(r"\s+[-|–—·:»/]\s+|\s*::\s*")
 
 
@@ -207,7 +208,7 @@ def _glued_rest(text: str, prefix: str, glued: bool) -> str:
     rest = text[len(prefix):]
     if glued and rest[:1].isspace():
         return ""
-    return rest.lstrip(" -|–—·:»/").strip()
+    return rest.lstrip(TITLE_MARKS).strip()
 
 
 def _own_name(h: Part, parts: Sequence[Part], site: frozenset[str], title: str) -> str:
@@ -452,46 +453,60 @@ SITE_TITLE_SHARE = 0.8  # of an app's states
 SITE_TITLE_MIN_STATES = 5
 
 
-def site_titles(screens: Iterable[tuple[Iterable[Any], str]]) -> frozenset[str]:
+def site_titles(screens: Iterable[tuple[Any, ...]]) -> frozenset[str]:
     """The app's own title: the headings and document-title parts (``Page - Site``) shown on (nearly) every one
-    of ``screens`` (each its elements and its document title, "" where unknown), and the words that start a
-    heading on (nearly) every one (``site_prefixes``). They name the app, never a screen (a sidebar's "My Wiki"
-    on every page; "Household accounts 2024" in front of every page's name)."""
+    of ``screens`` (each its elements, its document title, "" where unknown, and optionally its location), and
+    the words that start the headings of (nearly) every route (``site_prefixes``, where locations are given).
+    They name the app, never a screen (a sidebar's "My Wiki" on every page; "Household accounts 2024" in front
+    of every page's name)."""
     counts: Counter[str] = Counter()
-    heads: list[set[str]] = []
-    for elements, title in screens:
+    by_route: dict[str, set[str]] = {}
+    n = 0
+    for elements, title, *where in screens:
+        n += 1
         said = {_clean(p.text) for p in parts_of(elements) if p.role == "heading" and p.visible and _clean(p.text)}
-        heads.append(set(said))
+        if where and where[0]:
+            by_route.setdefault(route(where[0]), set()).update(said)
         parts = _title_parts(title)
         said.update(parts if len(parts) > 1 else [])
         counts.update(said)
-    n = len(heads)
     if n < SITE_TITLE_MIN_STATES:
         return frozenset()
-    return frozenset(h for h, c in counts.items() if c >= SITE_TITLE_SHARE * n) | site_prefixes(heads)
+    return frozenset(h for h, c in counts.items() if c >= SITE_TITLE_SHARE * n) | site_prefixes(by_route.values())
 
 
 SITE_PREFIX_MIN_CHARS = 6  # "The", "My" start many headings by chance; an app's title is longer
+SITE_PREFIX_MIN_NAMES = 3  # different words must follow it: a title in front of names, not one page's words
 
 
-def site_prefixes(heads: Sequence[Iterable[str]], share: float = SITE_TITLE_SHARE) -> frozenset[str]:
-    """The words that start a heading on (nearly) every screen — ``share`` of ``heads``, each one screen's heading
-    texts — the longest such run of each: an app's title drawn in front of every page's name, apart from it only
-    by CSS ("Household accounts 2024 › Income Statement", "… › Balance Sheet"). Left in, every screen's name
-    starts with the app's, and the page's own words come last. Fewer than ``SITE_TITLE_MIN_STATES`` screens
-    give none (a small app's one list may head every screen)."""
+def site_prefixes(routes: Iterable[Iterable[str]], share: float = SITE_TITLE_SHARE) -> frozenset[str]:
+    """The words that start a heading — with more words after them — on (nearly) every route (``share`` of
+    ``routes``, each the heading texts of one route's screens), the longest such run: an app's title drawn in
+    front of every page's name, apart from it only by CSS ("Household accounts 2024 › Income Statement", "… ›
+    Balance Sheet"). Left in, every screen's name starts with the app's and the page's own words come last.
+
+    Counted per route, not per screen, so one page with many states (a tracker's tickets, "Ticket #1 …",
+    "Ticket #2 …") cannot make its own words a title; at least ``SITE_PREFIX_MIN_NAMES`` different words must
+    follow it; fewer than ``SITE_TITLE_MIN_STATES`` routes give none."""
+    heads = [set(r) for r in routes]
     if len(heads) < SITE_TITLE_MIN_STATES:
         return frozenset()
     counts: Counter[str] = Counter()
+    follow: dict[str, set[str]] = {}
     for texts in heads:
         starts: set[str] = set()
         for text in texts:
             words = text.split()
-            starts.update(" ".join(words[:k]) for k in range(1, len(words)))  # proper prefixes: more follows
-            starts.add(text)  # a screen headed by the title alone shows it too
-        counts.update(p for p in starts if len(p) >= SITE_PREFIX_MIN_CHARS)
-    common = {p for p, c in counts.items() if c >= share * len(heads)}
-    return frozenset(p for p in common if not any(q.startswith(p + " ") for q in common))
+            for k in range(1, len(words)):  # proper prefixes: the page's own words follow
+                prefix = " ".join(words[:k])
+                if len(prefix) >= SITE_PREFIX_MIN_CHARS:
+                    starts.add(prefix)
+                    follow.setdefault(prefix, set()).add(words[k])
+        counts.update(starts)
+    common = {p for p, c in counts.items()
+              if c >= share * len(heads) and len(follow.get(p, ())) >= SITE_PREFIX_MIN_NAMES}
+    # the longest run: a shorter prefix goes when a longer one starts the headings of as many routes
+    return frozenset(p for p in common if not any(q.startswith(p + " ") and counts[q] == counts[p] for q in common))
 
 
 def site_titles_of(graph: AppGraph) -> frozenset[str]:
@@ -500,7 +515,7 @@ def site_titles_of(graph: AppGraph) -> frozenset[str]:
     if isinstance(cached, frozenset):
         return cached
     reps = [o for o in (graph.representative(s) for s in graph.states) if o is not None]
-    out = site_titles((o.elements, "") for o in reps) | chrome_headings_of(graph)
+    out = site_titles((o.elements, "", o.location) for o in reps) | chrome_headings_of(graph)
     graph.derived["user_screens.site_titles"] = out
     return out
 
@@ -561,7 +576,7 @@ def screen_names_of(graph: AppGraph, titles: Mapping[str, str] | None = None) ->
     site = site_titles_of(graph)
     if titles:
         reps = [(s, graph.representative(s)) for s in graph.states]
-        site |= site_titles((o.elements, titles.get(s, "")) for s, o in reps if o is not None)
+        site |= site_titles((o.elements, titles.get(s, ""), o.location) for s, o in reps if o is not None)
     names: dict[str, str] = {}
     for t in set(top.values()):
         obs = graph.representative(t)

@@ -99,10 +99,14 @@ PAGES = {
         <h2 id="ticket"><span class="summary">Crash when the dialog closes</span></h2>
         <h3 id="badges"><a href="/plain">#1</a> <span><a href="/plain">defect</a></span></h3>
         <h3 id="mixed"><a href="/plain">Ticket</a> <span>opened today</span></h3>
-        <style>#crumb strong::before { content: "›"; margin: 0 10px; } .gap { margin-left: 8px; }</style>
+        <style>#crumb strong::before { content: "›"; margin: 0 10px; } .gap { margin-left: 8px; }
+          .u { position: relative; } .u::after { content: ""; position: absolute; left: 0; bottom: 0; }</style>
         <h2 id="crumb">Household accounts<strong>Income Statement</strong></h2>
-        <h2 id="boxed">Ledger<span style="display:inline-block">Balance</span><span class="gap">Sheet</span></h2>
-        <h2 id="glued">W<b>ord</b>s</h2>""",
+        <h2 id="boxed" style="display:flex">Ledger<span>Balance</span></h2>
+        <h2 id="gapped">Ledger<span class="gap">Sheet</span></h2>
+        <h2 id="glued">W<b>ord</b>s</h2>
+        <h2 id="letters">W<span style="display:inline-block">o</span>rd</h2>
+        <h2 id="underlined">Read the <a class="u" href="/plain">guide</a>.</h2>""",
 }
 
 
@@ -111,6 +115,11 @@ PAGES = {
 PAGES["/lazy"] = """<h1>Shell</h1><div id="main"></div><button id="open" onclick="
     const s = document.createElement('script'); s.src = '/chunk.js'; document.head.appendChild(s);">Open</button>"""
 CHUNK_DELAY_S = 1.5
+# Scripts that never load nor report: one set as markup (browsers never run those), one of a template type.
+PAGES["/inert"] = """<h1>Inert</h1><p id="main">Closed</p><button id="open" onclick="
+    document.body.insertAdjacentHTML('beforeend', '<div><script src=/chunk.js></script></div>');
+    const t = document.createElement('script'); t.type = 'text/template'; t.src = '/chunk.js';
+    document.body.appendChild(t); document.getElementById('main').textContent = 'Opened';">Open</button>"""
 
 
 POSTED = {"/bill": 0, "/reset": 0, "/bills/add": 0, "/bills/3/edit": 0}  # posts the crawl made, by form URL
@@ -200,11 +209,12 @@ def test_a_text_block_reads_with_its_inline_links_and_emphasis_but_not_its_block
     assert by_id["mixed"].role == "heading" and by_id["mixed"].text == "Ticket opened today"
     # words the page draws apart (a generated "›", an inline-block, a margin) read apart; glued letters stay glued
     assert by_id["crumb"].text == "Household accounts Income Statement"
-    assert by_id["boxed"].text == "Ledger Balance Sheet"
-    assert by_id["glued"].text == "Words"
+    assert by_id["boxed"].text == "Ledger Balance" and by_id["gapped"].text == "Ledger Sheet"
+    assert by_id["glued"].text == "Words" and by_id["letters"].text == "Word"
+    assert by_id["underlined"].text == "Read the guide."  # an empty, absolutely placed mark separates nothing
     assert "badges" not in by_id  # only links (a brand link in an <h1>): the links are the elements
     assert [w.element.text for w in screen.widgets if w.element.role == "link"] == [
-        "¶", "minimalistic", "Only a link", "#1", "defect", "Ticket"]
+        "¶", "minimalistic", "Only a link", "#1", "defect", "Ticket", "guide"]
 
 
 def test_a_tap_that_loads_the_next_pages_code_is_read_once_that_code_has_drawn_it(
@@ -223,6 +233,23 @@ def test_a_tap_that_loads_the_next_pages_code_is_read_once_that_code_has_drawn_i
         device.quit()
     assert settled.stable
     assert "Experiments" in [w.element.text for w in after.widgets if w.element.role == "heading"]
+
+
+def test_scripts_that_never_run_do_not_hold_the_wait(chromedriver_url: str, pages_url: str) -> None:
+    """Markup's scripts never run and a template-typed one is never fetched: neither reports, so neither may be
+    awaited (each would hold every wait to its timeout, here 30 s, and the wait would end unstable)."""
+    settle = SettleConfig(timeout_s=30.0, stale_request_s=30.0)
+    device = open_device(EndpointSpec("d0", chromedriver_url), Profile(VIEWPORTS["desktop"]), settle=settle)
+    try:
+        device.open(pages_url + "/inert")
+        _settled, screen = device.settle_and_capture()
+        button = next(w for w in screen.widgets if w.element.resource_id == "open")
+        device.tap(*button.element.bbox.center)
+        settled, after = device.settle_and_capture()
+    finally:
+        device.quit()
+    assert settled.stable
+    assert "Opened" in [w.element.text for w in after.widgets]
 
 
 def test_demo_app_history_page_with_shadowing_controls_is_crawled(

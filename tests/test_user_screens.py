@@ -363,3 +363,9 @@ def test_the_apps_title_in_front_of_every_heading_is_a_site_title_and_is_left_ou
     assert site_prefixes([{"The Income"}, {"The Balance"}, {"The Help"}, {"The Journal"}, {"The Statistics"}]) \
         == frozenset()  # "The" is too short to be an app's title
     assert site_prefixes(heads[:4]) == frozenset()  # too few screens to tell
+    # one page's own words are no title however many of its states a crawl saw: routes count, not states
+    tickets = [{f"Ticket #{i} (new defect)" for i in range(1, 30)}, {"Roadmap"}, {"Timeline"}, {"Wiki Start"},
+               {"Browse source"}, {"View tickets"}]
+    assert site_prefixes(tickets) == frozenset()
+    # a heading that is all the same words everywhere is no prefix of names: words must follow it
+    assert site_prefixes([{"Account"}, {"Account"}, {"Account settings"}, {"Account"}, {"Account"}]) == frozenset()

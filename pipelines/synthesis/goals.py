@@ -103,7 +103,9 @@ def sent_in_address(values: list[str], obs: Observation) -> bool:
     if "://" not in obs.location:
         return False
     sent = {" ".join(v.split()).casefold() for _k, v in parse_qsl(urlparse(obs.location).query)}
-    return any(" ".join(v.split()).casefold() in sent for v in values if v.strip())
+    # every value that says something (not a "1" that a ``?page=1`` happens to repeat)
+    said = [" ".join(v.split()).casefold() for v in values if len(v.strip()) >= 2]
+    return bool(said) and all(v in sent for v in said)
 
 
 class Planner:

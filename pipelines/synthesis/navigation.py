@@ -525,7 +525,7 @@ class Navigator:
         # query holds the view's options — a column header "Title" that sorted a list by ``?ordering=-title``
         # does not name the list, and read so it became a way to that list from every page with such a column
         path = location_path(after)
-        where = after.location if SCRIPT.search(path) else path
+        where = after.location if SCRIPT.search(path) or path.strip("/") == "" else path  # /?p=12 serves pages too
         shown = " ".join([heading(after, site_titles_of(self.graph)), unquote_plus(where)]).casefold()
         return not said.isdisjoint(re.findall(r"\w{3,}", shown))
 

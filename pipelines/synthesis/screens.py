@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable, Mapping
 from urllib.parse import urlparse
 
-from graph.user_screens import dialog_title, site_prefixes
+from graph.user_screens import TITLE_MARKS, dialog_title, route, site_prefixes
 from pipelines.synthesis.injection import looks_like_injection
 from schemas import Element, Observation
 
@@ -143,10 +143,12 @@ def heading(obs: Observation, skip: frozenset[str] = frozenset()) -> str:
 
 def without_site(name: str, site: frozenset[str]) -> str:
     """``name`` without the app's title in front of it ("Household accounts 2024 Income Statement" → "Income
-    Statement", ``site_titles``' prefixes); unchanged where none starts it or nothing would be left."""
+    Statement", ``site_titles``' prefixes); unchanged where none starts it or nothing would be left. Only titles
+    of two words or more are cut off: a one-word heading on every screen ("Tools", "Search") often starts a
+    screen's own name ("Tools for editors")."""
     for prefix in sorted(site, key=len, reverse=True):
-        if name.startswith(prefix + " "):
-            rest = name[len(prefix):].lstrip(" -|–—·:»/›>").strip()
+        if len(prefix.split()) >= 2 and name.startswith(prefix + " "):
+            rest = name[len(prefix):].lstrip(TITLE_MARKS).strip()
             if rest:
                 return rest
     return name
@@ -162,15 +164,21 @@ def site_titles(states: Iterable[Iterable[Observation]]) -> frozenset[str]:
     TiddlyWiki." at every step, and "I'm on the My TiddlyWiki screen" once the control panel is open, tells the
     agent nothing. ``states`` holds each state's captures."""
     counts: dict[str, int] = {}
-    heads: list[set[str]] = []
+    by_route: dict[str, set[str]] = {}
+    n = 0
     for captures in states:
-        heads.append({h for obs in captures for h in headings(obs)})
-        for name in heads[-1]:
+        n += 1
+        said: set[str] = set()
+        for obs in captures:
+            shown = headings(obs)
+            said.update(shown)
+            by_route.setdefault(route(obs.location), set()).update(shown)
+        for name in said:
             counts[name] = counts.get(name, 0) + 1
-    if len(heads) < SITE_TITLE_MIN_STATES:
+    if n < SITE_TITLE_MIN_STATES:
         return frozenset()
-    # and the words in front of every screen's heading: the app's title drawn before each page's name
-    return frozenset(h for h, c in counts.items() if c >= SITE_TITLE_SHARE * len(heads)) | site_prefixes(heads)
+    # and the words in front of every route's heading: the app's title drawn before each page's name
+    return frozenset(h for h, c in counts.items() if c >= SITE_TITLE_SHARE * n) | site_prefixes(by_route.values())
 
 
 def headings(obs: Observation) -> list[str]:
