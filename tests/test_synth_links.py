@@ -156,3 +156,18 @@ def test_a_column_header_that_sorted_one_list_is_no_way_to_that_list_from_anothe
     sort_edge = next(t.id for t in planner.graph.transitions if t.action.target_element_id == "title")
     for state in ("tree", "images"):
         assert sort_edge not in [e.id for e, _to in planner.nav.hops_from(state)]
+
+
+def test_a_query_that_opens_another_page_names_it() -> None:
+    """A tracker serves its pages by query: the frame's "Search" opened ``/issue?@template=search``, "Issue
+    searching", from the issue list. Another page with the same path, under another heading: the query names it,
+    so "Search" is the frame's way there from every page that shows it."""
+    pages = {"home": _obs("home", "/admin/", "Dashboard", FRAME),
+             "list": _obs("list", "/issue", "List of issues", FRAME),
+             "find": _obs("find", "/issue?@template=search", "Issue searching", FRAME),
+             "users": _obs("users", "/user", "Users list", FRAME)}
+    planner = Planner(_graph(pages, [("home", "docs", "list"), ("list", "search", "find"),
+                                     ("list", "users", "users")]))
+    search_edge = next(t.id for t in planner.graph.transitions if t.action.target_element_id == "search")
+    for state in ("home", "users"):
+        assert search_edge in [e.id for e, _to in planner.nav.hops_from(state)]

@@ -516,17 +516,19 @@ class Navigator:
     def _names_where(self, edge: Transition) -> bool:
         """Whether the words of the control ``edge`` tapped name the screen it opened (a word of three letters or
         more shared with that screen's heading or address)."""
-        _, el = target_of(self.graph, edge)
+        src, el = target_of(self.graph, edge)
         after = self.graph.observations.get(edge.to_observation_id)
-        if el is None or after is None:
+        if src is None or el is None or after is None:
             return False
         said = set(re.findall(r"\w{3,}", el.label.casefold()))
-        # the page's address names it by its path (or, behind a front controller, its query); an ordinary page's
-        # query holds the view's options — a column header "Title" that sorted a list by ``?ordering=-title``
-        # does not name the list, and read so it became a way to that list from every page with such a column
-        path = location_path(after)
-        where = after.location if SCRIPT.search(path) or path.strip("/") == "" else path  # /?p=12 serves pages too
-        shown = " ".join([heading(after, site_titles_of(self.graph)), unquote_plus(where)]).casefold()
+        # The address names the page, query included (a tracker's ``issue?@template=search`` is its search page),
+        # unless the tap showed the same page again — same path, same heading — with other options: a column
+        # header "Title" that sorted a list by ``?ordering=-title`` does not name the list, and read so it became
+        # a way to that list from every page with such a column.
+        site = site_titles_of(self.graph)
+        path, title = location_path(after), heading(after, site)
+        same_page = path == location_path(src) and title == heading(src, site)
+        shown = " ".join([title, unquote_plus(path if same_page else after.location)]).casefold()
         return not said.isdisjoint(re.findall(r"\w{3,}", shown))
 
     def page_bound(self, key: ElementKey) -> bool:
