@@ -217,20 +217,26 @@ def test_a_text_block_reads_with_its_inline_links_and_emphasis_but_not_its_block
         "¶", "minimalistic", "Only a link", "#1", "defect", "Ticket", "guide"]
 
 
+def _tap_open(chromedriver_url: str, url: str) -> tuple[Any, Any]:
+    """Open ``url``, tap its "open" button and settle: (the settle result, the screen after). The waits are
+    bounded at 30 s, so only a wait that never ends could fail them."""
+    settle = SettleConfig(timeout_s=30.0, stale_request_s=30.0)
+    device = open_device(EndpointSpec("d0", chromedriver_url), Profile(VIEWPORTS["desktop"]), settle=settle)
+    try:
+        device.open(url)
+        _settled, screen = device.settle_and_capture()
+        button = next(w for w in screen.widgets if w.element.resource_id == "open")
+        device.tap(*button.element.bbox.center)
+        return device.settle_and_capture()
+    finally:
+        device.quit()
+
+
 def test_a_tap_that_loads_the_next_pages_code_is_read_once_that_code_has_drawn_it(
         chromedriver_url: str, pages_url: str) -> None:
     """A script the page adds is awaited like a request, and longer: nothing else moves while a chunk loads, so
     the screen was read with the shell only (no fetch in flight, no DOM change for the quiet window)."""
-    settle = SettleConfig(timeout_s=30.0, stale_request_s=30.0)
-    device = open_device(EndpointSpec("d0", chromedriver_url), Profile(VIEWPORTS["desktop"]), settle=settle)
-    try:
-        device.open(pages_url + "/lazy")
-        _settled, screen = device.settle_and_capture()
-        button = next(w for w in screen.widgets if w.element.resource_id == "open")
-        device.tap(*button.element.bbox.center)
-        settled, after = device.settle_and_capture()
-    finally:
-        device.quit()
+    settled, after = _tap_open(chromedriver_url, pages_url + "/lazy")
     assert settled.stable
     assert "Experiments" in [w.element.text for w in after.widgets if w.element.role == "heading"]
 
@@ -238,16 +244,7 @@ def test_a_tap_that_loads_the_next_pages_code_is_read_once_that_code_has_drawn_i
 def test_scripts_that_never_run_do_not_hold_the_wait(chromedriver_url: str, pages_url: str) -> None:
     """Markup's scripts never run and a template-typed one is never fetched: neither reports, so neither may be
     awaited (each would hold every wait to its timeout, here 30 s, and the wait would end unstable)."""
-    settle = SettleConfig(timeout_s=30.0, stale_request_s=30.0)
-    device = open_device(EndpointSpec("d0", chromedriver_url), Profile(VIEWPORTS["desktop"]), settle=settle)
-    try:
-        device.open(pages_url + "/inert")
-        _settled, screen = device.settle_and_capture()
-        button = next(w for w in screen.widgets if w.element.resource_id == "open")
-        device.tap(*button.element.bbox.center)
-        settled, after = device.settle_and_capture()
-    finally:
-        device.quit()
+    settled, after = _tap_open(chromedriver_url, pages_url + "/inert")
     assert settled.stable
     assert "Opened" in [w.element.text for w in after.widgets]
 
