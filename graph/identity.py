@@ -9,6 +9,7 @@ its records anew).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -34,13 +35,17 @@ class StateIndex:
     def __init__(self, graphs: Iterable[AppGraph]):
         self._captures: dict[str, list[tuple[Features, set[str]]]] = {}
         self._headings: dict[str, list[tuple[Features, str]]] = {}
+        self._numbers: dict[str, set[str]] = {}  # the numbers every capture of the state names its screen with
         for g in graphs:
             for obs_ids in g.state_observations.values():
                 known = [o for o in obs_ids if o in g.observations]
                 feats = [observation_features(g.observations[o]) for o in known]
-                named = [(f, heading_of(g.observations[o].elements)) for f, o in zip(feats, known, strict=True)]
+                names = [screen_name(g.observations[o].elements) for o in known]
+                named = [(f, heading_key(n)) for f, n in zip(feats, names, strict=True)]
+                numbers = set.intersection(*(set(_DIGITS.findall(n)) for n in names)) if names else set()
                 for o in obs_ids:
                     self._headings.setdefault(o, []).extend(named)
+                    self._numbers[o] = self._numbers.get(o, numbers) & numbers
                 dynamic = {k for a in feats for b in feats for k in a.content
                            if a.structural_hash == b.structural_hash and a.content.get(k) != b.content.get(k)}
                 entry = [(f, dynamic) for f in feats]
@@ -64,6 +69,17 @@ class StateIndex:
         """Whether ``got`` (headed ``heading``, ``heading_of``) is what a user calls the screen of ``obs_id``'s
         state (``same_screen``), whatever its content."""
         return any(same_screen(got, heading, want, name) for want, name in self._headings.get(obs_id or "", []))
+
+    def same_named_screen(self, obs_id: str | None, got: Features, elements: Iterable[Any]) -> bool:
+        """``same_user_screen``, and the live heading shows the numbers every capture of ``obs_id``'s state named
+        its screen with. A screen key reads numbers as placeholders, so that a start screen's counter or date may
+        differ; a goal's name may not: "Chapter 20" is not reached on "Chapter 1", nor issue 12 on issue 7."""
+        name = screen_name(elements)
+        return (self.same_user_screen(obs_id, got, heading_key(name))
+                and self._numbers.get(obs_id or "", set()) <= set(_DIGITS.findall(name)))
+
+
+_DIGITS = re.compile(r"\d+")
 
 
 MAX_TEXT_DIFF_SHARE = 0.1

@@ -53,3 +53,25 @@ def test_an_item_goal_still_needs_its_texts_and_a_setting_goal_its_exact_state()
     assert check_goal(item, fresh, index).reason == "goal_text_missing"
     setting = Goal(kind=GoalKind.SETTING, state="hist", observation_id=recorded.id, summary="setting: History")
     assert check_goal(setting, fresh, index).reason == "goal_state_mismatch"
+
+
+def test_a_place_goal_named_with_a_number_is_not_met_on_another_numbered_page() -> None:
+    # A screen key reads numbers as placeholders (a start screen's counters and dates may differ), so the history
+    # of issue 7 is the same screen as the history of issue 12 to it; the goal named "issue 12" is not met there.
+    def history(n: int, rows: int) -> list[Element]:
+        return [el("body[1]/main[1]/h1[1]", f"History of issue {n}", role="heading"),
+                *[el(f"body[1]/main[1]/ul[1]/li[{i}]", f"Revision {i}", role="listitem", cls="li")
+                  for i in range(1, rows + 1)]]
+
+    pages = {"home": ("http://h/issues", [el("body[1]/main[1]/h1[1]", "Issues", role="heading")]),
+             "hist": ("http://h/issues/12/history", history(12, 2))}
+    g = _graph(pages, [("home", "click", "hist")])
+    recorded = g.representative("hist")
+    assert recorded is not None
+    index = StateIndex([g])
+    goal = Goal(kind=GoalKind.SCREEN, state="hist", observation_id=recorded.id, summary="screen: History")
+    same = recorded.model_copy(update={"id": "fresh", "elements": history(12, 1)})
+    other = recorded.model_copy(update={"id": "seven", "location": "http://h/issues/7/history",
+                                        "elements": history(7, 1)})
+    assert check_goal(goal, same, index).ok
+    assert check_goal(goal, other, index).reason == "goal_state_mismatch"

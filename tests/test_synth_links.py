@@ -31,7 +31,11 @@ CONTROLS = {"search": ("button", "Search", (300, 10, 380, 30)), "docs": ("link",
             "go": ("button", "Search", (200, 150, 260, 170)), "julien": ("link", "Julien Dubois", (120, 200, 300, 220)),
             "keys": ("button", "Shortcuts", (300, 40, 380, 60)), "close": ("button", "Close", (300, 250, 380, 270)),
             "privacy": ("link", "Privacy policy", (10, 280, 100, 295)), "up": ("link", "up", (120, 280, 160, 295)),
-            "pages": ("link", "Pages", (10, 150, 100, 170)), "title": ("link", "Title", (120, 180, 180, 195))}
+            "pages": ("link", "Pages", (10, 150, 100, 170)), "title": ("link", "Title", (120, 180, 180, 195)),
+            "income": ("link", "Income", (120, 60, 200, 80)), "expenses": ("link", "Expenses", (120, 90, 200, 110)),
+            "assets": ("link", "Assets", (120, 120, 200, 140)),
+            "changes": ("link", "Changes (monthly)", (120, 150, 260, 170)),
+            "june": ("link", "2024-06", (120, 180, 200, 200))}
 FRAME = ("search", "docs", "users", "add", "keys", "privacy")
 
 
@@ -171,3 +175,27 @@ def test_a_query_that_opens_another_page_names_it() -> None:
     search_edge = next(t.id for t in planner.graph.transitions if t.action.target_element_id == "search")
     for state in ("home", "users"):
         assert search_edge in [e.id for e, _to in planner.nav.hops_from(state)]
+
+
+def test_a_plan_that_shows_its_goal_screen_before_its_last_tap_is_refused() -> None:
+    # A ledger's account pages all read "Account Journal", so each is named by the link that opened it ("Income").
+    # The crawl reached the Income journal again filtered to a month (Income → "Changes (monthly)" → "2024-06"):
+    # as a user counts screens that is the journal the first tap showed, so replay would find the goal met after
+    # one tap and fail the three-tap plan as an overshoot. The planner refuses it with the replay's own check.
+    accounts = ("income", "expenses", "assets")
+    pages = {"home": _obs("home", "/ledger/income_statement/", "Income Statement", (*FRAME, *accounts)),
+             "income": _obs("income", "/ledger/account/Income/", "Account Journal", (*FRAME, "changes")),
+             "expenses": _obs("expenses", "/ledger/account/Expenses/", "Account Journal", (*FRAME, "changes")),
+             "assets": _obs("assets", "/ledger/account/Assets/", "Account Journal", (*FRAME, "changes")),
+             "changes": _obs("changes", "/ledger/account/Income/?r=changes", "Changes (monthly)", (*FRAME, "june")),
+             "june": _obs("june", "/ledger/account/Income/?time=2024-06", "Account Journal",
+                          (*FRAME, "changes", "june"))}
+    planner = Planner(_graph(pages, [("home", "income", "income"), ("home", "expenses", "expenses"),
+                                     ("home", "assets", "assets"), ("income", "changes", "changes"),
+                                     ("changes", "june", "june")]))
+    routes = _routes(planner)
+    assert routes["Income"] == ["Income"]
+    assert routes["Changes (monthly)"] == ["Income", "Changes (monthly)"]
+    assert all(r[-1:] != ["2024-06"] for r in routes.values())
+    early = [(p.facts.target, d) for p, why, d in planner.refused if why == "goal_reached_early"]
+    assert early == [("Account Journal", "the goal already holds on the screen of step 1, before its last action")]

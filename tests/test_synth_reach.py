@@ -267,11 +267,18 @@ def test_look_alikes_that_led_to_two_places_stay_ambiguous() -> None:
 
 # --- one step limit ----------------------------------------------------------------------------------------
 
+# Chapter titles in words: pages told apart only by a number ("Chapter 3", "Read chapter 4") are one state to the
+# explorers' identity (numbers are placeholders), and one crawl would never record them as a chain of states.
+CHAPTERS = ("Arrival", "Beacon", "Cascade", "Drift", "Ember", "Fjord", "Glacier", "Harbor", "Inlet", "Juniper",
+            "Kestrel", "Lagoon", "Meadow", "Nettle", "Orchard", "Prairie", "Quarry", "Ridge", "Summit", "Tundra",
+            "Upland", "Valley")
+
+
 def _chapters(n: int, store: BlobStore | None = None) -> Crawl:
     """Chapters 0..n-1, each linking to the next: the last is n-1 taps from the first (an n-step task)."""
     c = Crawl("book", store)
-    names = [c.capture(f"c{i}", f"s{i}", f"/chapter/{i}", f"Chapter {i}",
-                       [("next", "link", f"Read chapter {i + 1}", "next")] if i + 1 < n else [])
+    names = [c.capture(f"c{i}", f"s{i}", f"/chapter/{CHAPTERS[i].lower()}", f"Chapter {CHAPTERS[i]}",
+                       [("next", "link", f"Read chapter {CHAPTERS[i + 1]}", "next")] if i + 1 < n else [])
              for i in range(n)]
     for a, b in pairwise(names):
         c.act(a, "next", b)

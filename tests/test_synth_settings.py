@@ -31,12 +31,15 @@ from schemas.recordio import write_parquet
 W, H = 400, 300
 T0 = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 PAGES = 16  # the last page is 15 taps from the first: a 16-step task with its done step
+# Chapter titles in words: pages told apart only by a number are one state to the explorers' identity.
+CHAPTERS = ("Arrival", "Beacon", "Cascade", "Drift", "Ember", "Fjord", "Glacier", "Harbor", "Inlet", "Juniper",
+            "Kestrel", "Lagoon", "Meadow", "Nettle", "Orchard", "Prairie")
 
 
 def _png(i: int) -> bytes:
     img = Image.new("RGB", (W, H), (250, 250, 250))
     draw = ImageDraw.Draw(img)
-    draw.text((10, 15), f"Chapter {i}", fill=(0, 0, 0))
+    draw.text((10, 15), f"Chapter {CHAPTERS[i]}", fill=(0, 0, 0))
     draw.rectangle((20, 100, 300, 130), outline=(40, 40, 40))
     buf = io.BytesIO()
     img.save(buf, format="PNG")
@@ -46,14 +49,17 @@ def _png(i: int) -> bytes:
 def _page(i: int, store: BlobStore | None = None) -> Observation:
     png = _png(i)
     sha = store.put(png) if store is not None else hashlib.sha256(png).hexdigest()
-    elements = [Element(id=f"h-{i}", role="heading", text=f"Chapter {i}", bbox=BBox(x1=10, y1=10, x2=200, y2=40))]
+    elements = [Element(id=f"h-{i}", role="heading", text=f"Chapter {CHAPTERS[i]}",
+                        bbox=BBox(x1=10, y1=10, x2=200, y2=40))]
     if i + 1 < PAGES:
-        elements.append(Element(id=f"next-{i}", role="link", text=f"Read chapter {i + 1}", resource_id=f"next-{i}",
+        elements.append(Element(id=f"next-{i}", role="link", text=f"Read chapter {CHAPTERS[i + 1]}",
+                                resource_id=f"next-{i}",
                                 bbox=BBox(x1=20, y1=100, x2=300, y2=130), clickable=True))
     return Observation(
         id=stable_id("obs", str(i)), screenshot_sha256=sha, width=W, height=H,
         device=DeviceProfile(name="phone", width=W, height=H), platform="web", app_id="book", app_version="1",
-        location=f"http://127.0.0.1:8000/chapter/{i}", elements=elements, exact_hash=stable_id("exact", str(i)),
+        location=f"http://127.0.0.1:8000/chapter/{CHAPTERS[i].lower()}", elements=elements,
+        exact_hash=stable_id("exact", str(i)),
         structural_hash=stable_id("struct", str(i)), timestamp=T0 + timedelta(seconds=i))
 
 

@@ -25,6 +25,7 @@ import json
 from collections.abc import Iterator
 from urllib.parse import parse_qsl, urlparse
 
+from graph.identity import StateIndex
 from graph.reader import AppGraph
 from pipelines.synthesis.graph_names import frame_headings_of, site_titles_of
 from pipelines.synthesis.navigation import (
@@ -83,6 +84,7 @@ from pipelines.synthesis.screens import (
     twin_place,
 )
 from pipelines.synthesis.settings import PlanConfig
+from pipelines.synthesis.verify.goal import reached_early
 from schemas import ActionType, Element, Goal, GoalKind, Observation, Transition
 
 PLAN_DEFAULT_MAX_STEPS: int = PlanConfig().max_steps
@@ -122,6 +124,14 @@ class Planner:
         self._tried_cache: dict[str, set[ElementKey]] | None = None
         self._destinations_cache: dict[ElementKey, tuple[set[str], set[str]]] | None = None
         self._edges_by_id: dict[str, Transition] | None = None
+        self._state_index: StateIndex | None = None
+
+    @property
+    def state_index(self) -> StateIndex:
+        """The graph's captures as replay and goal checks read them (``graph.identity.StateIndex``), built once."""
+        if self._state_index is None:
+            self._state_index = StateIndex([self.graph])
+        return self._state_index
 
     def _nav_links(self) -> set[str]:
         """Link labels shown as links at three or more locations: a navigation bar's, not a list's items (an
@@ -168,6 +178,12 @@ class Planner:
             detour = self.detour(p)
             if detour:
                 self.refused.append((p, "detour_plan", detour))
+                continue
+            early = reached_early(p.goal, [self.graph.observation(s.observation_id) for s in p.steps[1:-1]],
+                                  self.state_index)
+            if early is not None:
+                self.refused.append((p, "goal_reached_early",
+                                     f"the goal already holds on the screen of step {early}, before its last action"))
                 continue
             unclear = self.ambiguous(p)
             if unclear:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 from urllib.parse import urlparse
 
+from graph.identity import StateIndex
 from graph.reader import AppGraph
 from pipelines.synthesis.graph_names import site_titles_of
 from pipelines.synthesis.navigation import (
@@ -360,3 +361,6 @@ class PlanContext(Protocol):
     nav: Navigator
     nav_links: set[str]
     refused: list[tuple[GoalPlan, str, str]]
+
+    @property
+    def state_index(self) -> StateIndex: ...  # the graph's captures as goal checks read them

@@ -29,6 +29,7 @@ from pipelines.synthesis.graph_names import site_titles_of
 from pipelines.synthesis.navigation import Anchored, anchor
 from pipelines.synthesis.plan_parts import GoalFacts, GoalPlan, PlanStep, StepRole, _nav_steps, _with_next
 from pipelines.synthesis.screens import heading, spoken_label
+from pipelines.synthesis.verify.goal import reached_early
 from schemas import Goal, GoalKind, Observation, Transition
 
 if TYPE_CHECKING:
@@ -285,13 +286,10 @@ def composite_plans(planner: PlanContext, plans: list[GoalPlan]) -> list[GoalPla
 
 
 def _overshoots(joiner: _Joiner, steps: list[PlanStep], last: GoalPlan) -> bool:
-    """Whether a screen before the end is already the last part's goal screen (a replay would stop early). A goal
-    that reads a data effect (a toggle whose page looks the same before and after) is not reached before its
-    commit, so passing its screen on the way is no overshoot."""
-    if last.goal.effects:
-        return False
-    goal = last.goal.state
-    return any(joiner.state_of.get(s.observation_id) == goal for s in steps[1:-1])
+    """Whether a screen before the end already meets the last part's goal, as replay checks it
+    (``verify.goal.reached_early``): a replay would stop early."""
+    shown = [joiner.g.observation(s.observation_id) for s in steps[1:-1]]
+    return reached_early(last.goal, shown, joiner.planner.state_index) is not None
 
 
 def part_payload(plan: GoalPlan, index: int, goal_of: Callable[[GoalPlan], dict[str, Any]]) -> dict[str, Any]:

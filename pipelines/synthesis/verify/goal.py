@@ -14,6 +14,7 @@ that shows the right screen without committing (a stale page, a cancelled confir
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -59,11 +60,11 @@ def check_goal(goal: Goal, screen: Screen | Observation, index: StateIndex,
                changed: list[str] | None = None) -> GoalCheck:
     """Whether ``screen`` (live or stored) satisfies ``goal``; ``index`` is a ``replay.StateIndex``; ``changed``
     the data parts changed since the start (None where no environment can say: the effect goes unchecked)."""
-    from graph.identity import heading_of, observation_features, screen_features
+    from graph.identity import observation_features, screen_features
 
     feats = observation_features(screen) if isinstance(screen, Observation) else screen_features(screen)
     if goal.observation_id and not index.matches(goal.observation_id, feats) and not (
-            reached_by_place(goal) and index.same_user_screen(goal.observation_id, feats, heading_of(screen.elements))):
+            reached_by_place(goal) and index.same_named_screen(goal.observation_id, feats, screen.elements)):
         return GoalCheck(False, "goal_state_mismatch")
     missing = shown(goal.must_show, screen_text(screen))
     if missing:
@@ -71,3 +72,18 @@ def check_goal(goal: Goal, screen: Screen | Observation, index: StateIndex,
     if goal.effects and changed is not None and not set(goal.effects) <= set(changed):
         return GoalCheck(False, "goal_effect_missing")
     return GoalCheck(True)
+
+
+def reached_early(goal: Goal, captures: Sequence[Observation], index: StateIndex) -> int | None:
+    """The position (from 1) of the first of ``captures`` on which ``goal`` already holds, or None.
+
+    ``captures`` are the screens a plan shows before each of its actions after the first, as recorded. Replay
+    fails a trajectory whose goal holds before its last action (an overshoot), and it reads the live screen with
+    this same ``check_goal``; a plan that passes its goal screen on the way is therefore refused when it is
+    planned, not replayed to fail. Fava's "Navigate to Account Journal" went Income → "Changes (monthly)" →
+    "2024-06": the account's journal is one screen as a user counts it, shown after the first tap. A goal that
+    reads a data effect is not reached before its commit (its page may look the same before and after).
+    """
+    if goal.effects:
+        return None
+    return next((i for i, obs in enumerate(captures, start=1) if check_goal(goal, obs, index).ok), None)
