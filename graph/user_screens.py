@@ -347,21 +347,32 @@ def _query_keys(query: str) -> set[str]:
     return out
 
 
+def hash_route(fragment: str) -> str | None:
+    """The path a single-page app's router keeps in a URL fragment (``#/notes/7``, ``#!/x``, ``#flow/tab1`` →
+    ``/notes/7``, ``/x``, ``/flow/tab1``), or None for an anchor (``#section``), a scroll position of its page. A
+    fragment with a slash is a route however it starts: no element id a page scrolls to has one."""
+    path = fragment.partition("?")[0]
+    if not (path.startswith(("/", "!/")) or "/" in path):
+        return None
+    return "/" + path.lstrip("!").lstrip("/")
+
+
 def route(location: str) -> str:
     """The route of a URL: no scheme, host or port; the path's id-like segments as placeholders; an SPA's hash
-    route (``#/notes/7``, ``#!/x``) read as more path; the query's keys, sorted, without values (a value filters,
-    sorts or pages through the same screen; a key such as ``action`` that opens another mode stays). An anchor
-    (``#section``) is a scroll position, not a route. Android activities are returned as they are."""
+    route (``#/notes/7``, ``#!/x``, and ``#flow/tab1``: a fragment with a slash in it, which no element id a page
+    scrolls to has) read as more path; the query's keys, sorted, without values (a value filters, sorts or pages
+    through the same screen; a key such as ``action`` that opens another mode stays). An anchor (``#section``) is
+    a scroll position, not a route. Android activities are returned as they are."""
     if "://" not in location:
         return location
     parts = urlsplit(location)
     out = _path(parts.path)
     keys = _query_keys(parts.query)
     frag = parts.fragment
-    if frag.startswith(("/", "!/")):
-        fpath, _, fquery = frag.lstrip("!").partition("?")
-        out = out.rstrip("/") + "#" + _path(fpath)
-        keys |= _query_keys(fquery)
+    hashed = hash_route(frag)
+    if hashed is not None:
+        out = out.rstrip("/") + "#" + _path(hashed)
+        keys |= _query_keys(frag.partition("?")[2])
     return out + ("?" + "&".join(sorted(keys)) if keys else "")
 
 
@@ -638,7 +649,7 @@ def _scrolls(graph: AppGraph, t: Transition) -> bool:
     if after is None or before is None or "#" not in after.location:
         return False
     anchor = unquote(urlsplit(after.location).fragment)
-    if not anchor or anchor.startswith(("/", "!/")) or after.location == before.location:
+    if not anchor or hash_route(anchor) is not None or after.location == before.location:
         return False
     # The page holds an element of that id: a jump within it. A fragment that names no element is an app's own
     # route (a single-page wiki's ``#SomeTiddler`` permalink), whatever it looks like.

@@ -84,6 +84,10 @@ def test_route_abstracts_ids_and_query_values_but_keeps_words_and_keys() -> None
     assert route("http://h/app#/notes/7") == route("http://h/app#/notes/8") == "/app#/notes/<n>"
     assert route("http://h/app#/notes") != route("http://h/app#/settings")
     assert route("http://h/app#!/notes?q=x") == "/app#/notes?q"
+    # a router that writes its routes without the leading slash (``#flow/tab1``): no element id has a slash
+    assert route("http://h/#flow/tab1") == "#/flow/tab1" != route("http://h/#flow/tab2")
+    assert route("http://h/#flow/4f2a9c0d11b3e5a7") == route("http://h/#flow/0123456789abcdef") == "#/flow/<id>"
+    assert route("http://h/wiki/A#Notes_and_references") == route("http://h/wiki/A")
     # A key sent with an empty value selects nothing (a search submitted blank, a link carrying an empty filter);
     # a bare key is a mode flag.
     assert route("http://h/admin/users/?q=") == route("http://h/admin/users/") == "/admin/users/"

@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable, Mapping
 from urllib.parse import urlparse
 
-from graph.user_screens import TITLE_MARKS, dialog_title, route, site_prefixes
+from graph.user_screens import TITLE_MARKS, dialog_title, hash_route, route, site_prefixes
 from pipelines.synthesis.injection import looks_like_injection
 from schemas import Element, Observation
 
@@ -239,7 +239,8 @@ def has_dialog(obs: Observation) -> bool:
 
 
 def location_path(obs: Observation) -> str:
-    """Where a screen is: the URL's path, with a single-page app's hash route (``#/prompts``, ``#!/x``) read as
+    """Where a screen is: the URL's path, with a single-page app's hash route (``#/prompts``, ``#!/x``,
+    ``graph.user_screens.hash_route``) read as
     more path (``graph.user_screens.route`` reads it the same way) — for such an app every page has the path
     ``/``, and "a link shown at three places", "a page below this one" or "the tap kept the page" would all be
     judged on one place. An anchor (``#section``) stays a scroll position of its page. Android: the activity."""
@@ -247,10 +248,8 @@ def location_path(obs: Observation) -> str:
     if "://" not in loc:
         return loc
     parts = urlparse(loc)
-    if parts.fragment.startswith(("/", "!/")):
-        route = parts.fragment.lstrip("!").partition("?")[0]
-        return parts.path.rstrip("/") + "#" + route
-    return parts.path
+    route = hash_route(parts.fragment)
+    return parts.path if route is None else parts.path.rstrip("/") + "#" + route
 
 
 def visible_texts(obs: Observation, limit: int | None = None) -> list[str]:
