@@ -275,7 +275,8 @@ const INLINE = {A: 1, ABBR: 1, B: 1, BDI: 1, BDO: 1, CITE: 1, CODE: 1, DATA: 1, 
 // without own text (a paragraph that only wraps a link) stays out, as before: the link is the element. A heading
 // whose words sit in a span does not (Trac's ticket title <h1><span>…</span></h1>; without it the screen was named
 // by the next heading down, "Description"); one that only wraps links stays out like the paragraph: a site's
-// brand link in an <h1> ("#! money?" on every I Hate Money screen) names no screen.
+// brand link in an <h1> ("#! money?" on every I Hate Money screen) names no screen, but a link that is the
+// heading's own anchor on its page (``anchorHere``) does not count as one.
 const PERMALINK = /^\s*[¶§#🔗]\s*$/u;
 // A child the page draws apart from the words beside it starts a new word: its own box (inline-block, a flex item),
 // a margin or padding on that side, or a generated mark (a breadcrumb's "›" drawn by ``::before``). Without it
@@ -296,6 +297,18 @@ function drawnApart(c, st, side) {
   return ps.position !== 'absolute' && ps.position !== 'fixed';
 }
 const HEADING_TAGS = {H1: 1, H2: 1, H3: 1, H4: 1, H5: 1, H6: 1};
+// A link to a place on the page it is on: ``#section``, or a hash route's own page with a section
+// (``#/trails/overview?id=trails`` on ``#/trails/overview``). Documentation sites wrap every heading's words in
+// one, so a reader can copy the heading's address: those words are the heading's own, unlike a brand link that
+// leads to the start page.
+function anchorHere(a) {
+  let u;
+  try { u = new URL(str(P(a, 'href'))); } catch (e) { return false; }
+  if (!u.hash || u.origin !== location.origin || u.pathname !== location.pathname
+      || u.search !== location.search) return false;
+  const route = function (h) { return h.replace(/^#!?/, '').split('?')[0]; };
+  return !route(u.hash).includes('/') || route(u.hash) === route(location.hash);
+}
 function flowText(el) {
   const own = !!ownText(el);
   if (!own && !HEADING_TAGS[tagOf(el)]) return '';
@@ -317,7 +330,7 @@ function flowText(el) {
       // a heading's permalink mark ("Welcome to Trac ¶") is no part of its words
       if (tag === 'A' && PERMALINK.test(str(P(c, 'textContent')))) continue;
       if (t && !/\s$/.test(t) && drawnApart(c, st, 'before')) t += ' ';
-      walk(c, inLink || tag === 'A');
+      walk(c, inLink || (tag === 'A' && !anchorHere(c)));
       if (drawnApart(c, st, 'after')) t += ' ';
     }
   })(el, false);

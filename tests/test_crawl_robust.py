@@ -91,6 +91,9 @@ PAGES = {
     # Prose as wikis write it: links, emphasis and code inside a paragraph; a paragraph that only wraps a link;
     # a block holding another block; a hidden inline note; a paragraph longer than a name may be.
     "/prose": """<h1 id="title">About <a href="#title">¶</a><span style="visibility:hidden">hover me</span></h1>
+        <div style="display:flex; gap:20px"><h6 id="anchored"><a href="#anchored"><span>Trails</span></a></h6>
+        <h6 id="routed"><a href="#/guide?id=routed">Trail guide</a></h6>
+        <h6 id="elsewhere"><a href="#/other">Other page</a></h6></div>
         <p id="intro">Trac is a <a href="/plain">minimalistic</a> approach to
         <strong>web-based</strong> project management.<br>Run <code>trac-admin</code> to start
         <span style="display:none">(hidden aside)</span>here.</p><p id="wrap"><a href="/">Only a link</a></p>
@@ -192,7 +195,7 @@ def test_a_text_block_reads_with_its_inline_links_and_emphasis_but_not_its_block
         chromedriver_url: str, pages_url: str) -> None:
     device = open_device(EndpointSpec("d0", chromedriver_url), Profile(VIEWPORTS["desktop"]))
     try:
-        device.open(pages_url + "/prose")
+        device.open(pages_url + "/prose#/guide")  # a single-page app's hash route: its page is #/guide
         _settled, screen = device.settle_and_capture()
     finally:
         device.quit()
@@ -213,8 +216,13 @@ def test_a_text_block_reads_with_its_inline_links_and_emphasis_but_not_its_block
     assert by_id["glued"].text == "Words" and by_id["letters"].text == "Word"
     assert by_id["underlined"].text == "Read the guide."  # an empty, absolutely placed mark separates nothing
     assert "badges" not in by_id  # only links (a brand link in an <h1>): the links are the elements
+    # a heading wrapped in its own anchor (documentation sites: #section, or a hash route's #/page?id=section) keeps
+    # its words; one that links to another page is a link
+    assert by_id["anchored"].role == "heading" and by_id["anchored"].text == "Trails"
+    assert by_id["routed"].role == "heading" and by_id["routed"].text == "Trail guide"
+    assert "elsewhere" not in by_id
     assert [w.element.text for w in screen.widgets if w.element.role == "link"] == [
-        "¶", "minimalistic", "Only a link", "#1", "defect", "Ticket", "guide"]
+        "¶", "Trails", "Trail guide", "Other page", "minimalistic", "Only a link", "#1", "defect", "Ticket", "guide"]
 
 
 def _tap_open(chromedriver_url: str, url: str) -> tuple[Any, Any]:
