@@ -114,6 +114,11 @@ class Observed:
         return self.logged.state
 
 
+def _language(tag: str) -> str:
+    """The primary language of a BCP 47 tag (``pt-BR`` → ``pt``): a region or script variant is no switch."""
+    return tag.strip().replace("_", "-").split("-")[0].casefold()
+
+
 def offer_hints(c: Candidate) -> dict[str, str]:
     """What an offered action says about where it leads (its label, a link's target, the form it submits), kept in
     the log so shortcut probing can match untried actions against known screens without a device."""
@@ -191,6 +196,8 @@ class Crawler:
         self._empty_reloads = 0  # reloads because a landing offered nothing to act on (``_reload_bare_landing``)
         self._typed = False  # text was typed into the app since the last restart
         self._wrote = ""  # the submit that posted typed text (the app's data changed), until the next restart
+        self._home_lang = ""  # the document language a restart landed in: the app's own for a fresh session
+        self._relang = ""  # "<home> → <now>" when an action switched the app's language, until the next restart
         self._typed_texts: set[str] = set()  # every text typed in this crawl: forms showing only these are ours
         # Forms (by URL) and single-page editors (by screen family) seen filled in with the app's data: they stay
         # edits after the crawl typed over every field.
@@ -486,7 +493,7 @@ class Crawler:
         """Open the entry, log in if the login marker shows, run setup; returns the observed landing screen."""
         self.audit.write(worker=self.worker, step=self.stats.steps, decision="restart", reason=reason,
                          **({"state": state} if state else {}))
-        self._typed, self._wrote = False, ""
+        self._typed, self._wrote, self._relang = False, "", ""
         self.filler.restarted()
         self._audit_refusals(state or "")
         if self.app.reset is not None:
@@ -512,7 +519,9 @@ class Crawler:
                                  action=run_step(device, step.filled(values), self.app.entry))
         if self.instance is not None:
             self._digest = self.instance.digest()  # the scripts' own writes are not the next action's
-        landing = self._observe(device.capture_drawn(), index=len(parts))
+        drawn = device.capture_drawn()
+        self._home_lang = drawn.lang
+        landing = self._observe(drawn, index=len(parts))
         self._js_coverage("take", device, baseline=True)  # a landing: the baseline, if it is the crawl's first
         self._commit([*parts, landing], restart=True, reason=reason)
         self._landing = landing
@@ -703,6 +712,13 @@ class Crawler:
             self._policy_restarted()
             return self._restart(device, f"the app's data changed ({self._wrote} posted typed text): reset to the "
                                  "seed before exploring on", cur.sid)
+        if self._relang and self.stats.restarts < budget.max_restarts:
+            # Every later screen would be a known one in other words (a language lives in the session), which
+            # synthesis cannot use: a fresh session speaks the app's own language again.
+            self.stats.restarts += 1
+            self._policy_restarted()
+            return self._restart(device, f"the app switched its language ({self._relang}): start a fresh session",
+                                 cur.sid)
         decision = self.policy.choose(self.graph, cur.sid, list(cur.allowed))
         if decision.kind == "stop" and self.stats.restarts < budget.max_restarts and self._reload_bare_landing(cur):
             self.stats.restarts += 1
@@ -784,6 +800,12 @@ class Crawler:
                              chars=fresh)
             self.policy.code_reached(fresh)
         self._tell_filler(cur, c, screen, error)
+        if error is None and _language(screen.lang) and _language(self._home_lang) \
+                and _language(screen.lang) != _language(self._home_lang):
+            self._relang = f"{self._home_lang} → {screen.lang}"
+            self.policy.language_switched(c)
+            self.audit.write(worker=self.worker, step=self.stats.steps, state=cur.sid, decision="language",
+                             action=c.describe(), key=c.key, reason=self._relang)
         nxt = self._observe(screen)
         self._refused_last = self._audit_refusals(cur.sid) > 0
         mutates = self._mutations(c)

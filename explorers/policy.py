@@ -206,6 +206,9 @@ class Policy:
     def code_reached(self, chars: int) -> None:
         """The last action ran ``chars`` characters of app code never run before (JS coverage)."""
 
+    def language_switched(self, c: Candidate) -> None:
+        """Action ``c`` switched the app's language: the screens it leads to are the known ones in other words."""
+
 
 def _route_fragment(url: str) -> str:
     """The fragment of ``url`` when it is a client-side route (``#/trails/overview``, ``#!/inbox``, ``#flow/tab2``: a
@@ -310,6 +313,8 @@ class ActionStats:
     content: dict[str, set[str]] = field(default_factory=dict)  # screen family -> element signatures it has shown
     scroll_dry: dict[str, int] = field(default_factory=dict)  # screen family -> scrolls in a row that showed nothing
     family_hrefs: dict[str, set[str]] = field(default_factory=dict)  # link family -> the addresses its entries name
+    # families and elements whose tap switched the app's language (``language_switched``): a language menu
+    switches_language: set[str] = field(default_factory=set)
 
 
 @dataclass
@@ -391,6 +396,7 @@ class GreedyPolicy(Policy):
             "content": {k: sorted(v) for k, v in self.learned.content.items()},
             "scroll_dry": dict(self.learned.scroll_dry),
             "family_hrefs": {k: sorted(v) for k, v in self.learned.family_hrefs.items()},
+            "switches_language": sorted(self.learned.switches_language),
         }
 
     def restore(self, data: dict[str, Any]) -> None:
@@ -424,8 +430,17 @@ class GreedyPolicy(Policy):
         self.learned.content = {k: set(v) for k, v in data.get("content", {}).items()}
         self.learned.scroll_dry = {k: int(v) for k, v in data.get("scroll_dry", {}).items()}
         self.learned.family_hrefs = {k: set(v) for k, v in data.get("family_hrefs", {}).items()}
+        self.learned.switches_language = set(data.get("switches_language", []))
 
     # --- learning ----------------------------------------------------------------------------------
+    def language_switched(self, c: Candidate) -> None:
+        """``c`` switched the app's language (the document's ``lang`` changed). Its menu is explored: every other
+        entry shows the same screens in other words, and each costs the crawler a restart to come back (I Hate
+        Money's 40-language menu took 35 of 200 actions, and every screen after a switch was unusable for tasks)."""
+        self.learned.switches_language.add(c.target_key or c.key)
+        if c.group and c.group != c.key:
+            self.learned.switches_language.add(c.group)
+
     def code_reached(self, chars: int) -> None:
         """The crawler measured the app's code: the action just taken ran ``chars`` characters of its scripts that
         no earlier action had run. From the first call on, discoveries are judged by code (module docstring)."""
@@ -641,6 +656,8 @@ class GreedyPolicy(Policy):
             return "type"  # this field was filled (and its form submitted) elsewhere already
         if seen.identity in self.learned.radio_defaults:
             return "radio-revert"  # re-choosing the option the form came with undoes the choice just made
+        if not tried and ({seen.group, seen.target} & self.learned.switches_language):
+            return "menu-seen"  # another entry of a menu that switched the app's language
         if seen.group and not tried and self.learned.family_tries[seen.group] >= VARIANT_LIMIT \
                 and is_variant_family(self.learned.family_hrefs.get(seen.group, set())):
             return "menu-seen"  # a sort or language menu whose entries show the same screen another way
