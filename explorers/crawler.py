@@ -31,6 +31,7 @@ from explorers.forms import FormFiller
 from explorers.graph import Graph
 from explorers.graph_log import remember, replay_log
 from explorers.js_coverage import JsCoverage, coverage_path
+from explorers.language_switch import language_switch
 from explorers.network_guard import GuardUnavailable, NetworkGuard
 from explorers.policy import LANDING_RETRIES, Policy, make_policy
 from explorers.profiles import Profile
@@ -112,11 +113,6 @@ class Observed:
     @property
     def sid(self) -> str:
         return self.logged.state
-
-
-def _language(tag: str) -> str:
-    """The primary language of a BCP 47 tag (``pt-BR`` → ``pt``): a region or script variant is no switch."""
-    return tag.strip().replace("_", "-").split("-")[0].casefold()
 
 
 def offer_hints(c: Candidate) -> dict[str, str]:
@@ -800,9 +796,10 @@ class Crawler:
                              chars=fresh)
             self.policy.code_reached(fresh)
         self._tell_filler(cur, c, screen, error)
-        if error is None and _language(screen.lang) and _language(self._home_lang) \
-                and _language(screen.lang) != _language(self._home_lang):
-            self._relang = f"{self._home_lang} → {screen.lang}"
+        switch = language_switch(cur.obs.elements, screen.widgets, cur.obs.location, screen.location,
+                                 self._home_lang, screen.lang) if error is None else ""
+        if switch:
+            self._relang = switch
             self.policy.language_switched(c)
             self.audit.write(worker=self.worker, step=self.stats.steps, state=cur.sid, decision="language",
                              action=c.describe(), key=c.key, reason=self._relang)
