@@ -8,7 +8,8 @@ language. The crawler ends the episode after a switch and the policy counts the 
 Two signals, either is enough:
 - the document says it is in another language (``<html lang>``, compared by primary subtag: ``pt-BR`` → ``pt``);
 - the app's frame says everything in other words on the same page: the action left the page's path as it was
-  (a language menu reloads the page it was on), nearly all of the frame is where it was, and of the labelled
+  (a language menu reloads the page it was on), nearly all of the frame after it was there before (the open
+  language menu itself closes), and of the labelled
   parts of the banner, navigation and footer at the same place before and after, at least ``MIN_RELABELLED`` and
   ``RELABELLED_SHARE`` read differently (numbers aside). Content may change wholesale (another page of a list,
   another tab); the frame's own words only change with the language (a login changes the user menu's one entry,
@@ -19,15 +20,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from typing import Any
-from urllib.parse import urlsplit
 
 from graph.abstraction import normalize_text
-from graph.user_screens import parts_of, regions
+from graph.user_screens import parts_of, regions, route
 
 FRAME = frozenset({"banner", "navigation", "contentinfo", "menubar"})
 MIN_RELABELLED = 3
 RELABELLED_SHARE = 0.3  # a language menu that stays open names each language in its own words: those stay
-FRAME_KEPT_SHARE = 0.8  # of the frame's labelled parts before the action, still at their places after it
+FRAME_KEPT_SHARE = 0.8  # of the frame's labelled parts after the action, at their places before it already
 
 
 def primary_language(tag: str) -> str:
@@ -55,12 +55,12 @@ def language_switch(before: Iterable[Any], after: Iterable[Any], before_location
     if primary_language(before_lang) and primary_language(after_lang) \
             and primary_language(before_lang) != primary_language(after_lang):
         return f"{before_lang} → {after_lang}"
-    if urlsplit(before_location).path != urlsplit(after_location).path:
-        return ""
+    if route(before_location).partition("?")[0] != route(after_location).partition("?")[0]:
+        return ""  # another page (a single-page app's hash route included) with its own navigation
     old, new = _frame_words(before), _frame_words(after)
     shared = [k for k in old if k in new]
     changed = sum(old[k] != new[k] for k in shared)
     if changed >= MIN_RELABELLED and changed >= RELABELLED_SHARE * len(shared) \
-            and len(shared) >= FRAME_KEPT_SHARE * len(old):
+            and len(shared) >= FRAME_KEPT_SHARE * len(new):
         return f"the frame's words changed: {changed} of {len(shared)}"
     return ""

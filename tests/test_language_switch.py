@@ -38,6 +38,14 @@ def test_the_frame_in_other_words_on_the_same_page_is_a_switch_even_beside_an_op
     assert why == "the frame's words changed: 4 of 11"
 
 
+def test_a_menu_that_closes_on_the_switch_leaves_the_rest_of_the_frame_to_compare() -> None:
+    # the language dropdown was open when its entry was tapped; the page came back closed, the rest relabelled
+    footer = ("Free software", "Contribute")
+    before = _page(("English", *footer), (), LANGS)
+    after = _page(("Azərbaycan", "Pulsuz proqram", "Töhfə verin"), ())
+    assert language_switch(before, after, URL, URL) == "the frame's words changed: 3 of 3"
+
+
 def test_new_content_counters_another_page_or_a_new_frame_are_no_switch() -> None:
     before = _page(EN, ("Rent", "Power", "Water"))
     # another page of the list: the main content changes, the frame does not
@@ -48,5 +56,7 @@ def test_new_content_counters_another_page_or_a_new_frame_are_no_switch() -> Non
                            URL, URL) == ""
     # another section of the app with its own navigation: another path
     assert language_switch(before, _page(DE, ()), URL, "http://h/admin/") == ""
+    # a single-page app's settings section with its own sidebar: another hash route
+    assert language_switch(before, _page(DE, ()), "http://h/#/gateway", "http://h/#/settings?returnTo=x") == ""
     # a frame mostly replaced, not relabelled
     assert language_switch(_page(EN, ()), _page(DE[:1], ()), URL, URL) == ""
