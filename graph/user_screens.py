@@ -63,12 +63,6 @@ ROLE_REGIONS = {"banner": "banner", "navigation": "navigation", "main": "main", 
                 "alertdialog": "dialog", "alert": "live", "status": "live", "timer": "live", "log": "live",
                 "marquee": "live", "tooltip": "live", "menu": "menu", "listbox": "menu", "menubar": "menubar"}
 CHROME = {"banner", "navigation", "contentinfo", "complementary", "search", "menubar"}
-SIDE_CHROME = frozenset({"navigation", "complementary"})  # chrome a page may nest inside its main content
-# Landmarks whose presence says which screen this is. A sidebar (``complementary``) is not one: it is hidden and
-# shown by a toggle whose state lives in the session, and the same page with its sidebar collapsed is the same
-# screen to a user (docsify's "Menu": a crawl that tapped it once recorded every later page without the sidebar,
-# and no replay from a fresh start could arrive at any of them).
-SKELETON_LANDMARKS = frozenset(CHROME - {"complementary"})
 MENU_ITEM_ROLES = {"menuitem", "menuitemcheckbox", "menuitemradio", "option"}
 FIELD_ROLES = {"textbox", "searchbox", "combobox", "spinbutton", "slider"}
 FIELD_CLASS = re.compile(r"^(input(:(text|search|email|number|password|tel|url|date|time|datetime-local|month|"
@@ -184,9 +178,8 @@ def regions(parts: Sequence[Part]) -> list[frozenset[str]]:
 
 def _in_main(r: frozenset[str], has_main: bool) -> bool:
     """Whether a part of regions ``r`` is main content: inside ``main`` where the page marks one, else outside
-    the chrome (banner, navigation, footer, sidebars). A sidebar or a navigation the page nests inside its
-    ``main`` (docsify's ``<main><aside class="sidebar">``) is chrome all the same."""
-    return ("main" in r and not (r & SIDE_CHROME)) if has_main else not (r & CHROME)
+    the chrome (banner, navigation, footer, sidebars)."""
+    return "main" in r if has_main else not (r & CHROME)
 
 
 def _level(p: Part) -> int:
@@ -254,7 +247,7 @@ def _headings(parts: Sequence[Part], regs: Sequence[frozenset[str]], site: froze
             dialog.append(entry)
         elif "live" in r or "menu" in r:
             continue
-        elif _in_main(r, has_main):
+        elif _in_main(r, has_main) and not (r & {"navigation", "complementary"}):
             main.append(entry)
         elif "banner" in r:
             banner.append(entry)
@@ -391,17 +384,16 @@ def _is_field(p: Part) -> bool:
 
 
 def skeleton(parts: Sequence[Part], regs: Sequence[frozenset[str]] | None = None) -> tuple[str, ...]:
-    """The landmark-level structure: landmarks present (``SKELETON_LANDMARKS``: not a sidebar), ``content`` when the
-    main content shows more than its heading, ``form`` when it holds editable fields, ``dialog`` when one is open,
-    ``menu:<path>`` per open menu (where its items sit). Live regions (flashes, toasts, clocks) and texts never
-    count."""
+    """The landmark-level structure: landmarks present, ``content`` when the main content shows more than its
+    heading, ``form`` when it holds editable fields, ``dialog`` when one is open, ``menu:<path>`` per open menu
+    (where its items sit). Live regions (flashes, toasts, clocks) and texts never count."""
     regs = regions(parts) if regs is None else regs
     has_main = any("main" in r for r, p in zip(regs, parts, strict=True) if p.visible)
     out: set[str] = set()
     for p, r in zip(parts, regs, strict=True):
         if not p.visible or "live" in r:
             continue
-        out.update(k for k in r if k in SKELETON_LANDMARKS or k == "main")
+        out.update(k for k in r if k in CHROME or k == "main")
         if "dialog" in r:
             out.add("dialog")
             continue
