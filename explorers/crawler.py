@@ -710,9 +710,12 @@ class Crawler:
                                  "seed before exploring on", cur.sid)
         if self._relang and self.stats.restarts < budget.max_restarts:
             # Every later screen would be a known one in other words (a language lives in the session), which
-            # synthesis cannot use: a fresh session speaks the app's own language again.
+            # synthesis cannot use: a fresh session speaks the app's own language again. Its data is cleared even
+            # where restarts keep the session (the login script runs again): else the restart lands in the language
+            # just chosen, and the whole crawl goes on in it.
             self.stats.restarts += 1
             self._policy_restarted()
+            device.clear_data(self.app.entry)
             return self._restart(device, f"the app switched its language ({self._relang}): start a fresh session",
                                  cur.sid)
         decision = self.policy.choose(self.graph, cur.sid, list(cur.allowed))

@@ -295,11 +295,22 @@ def dialog_title(elements: Iterable[Any]) -> str:
 def _dialog_title(parts: Sequence[Part], regs: Sequence[frozenset[str]]) -> str:
     """An open dialog's title where it has no heading element: its topmost short text that is no control (many
     dialogs title themselves with a styled ``div``; ``aria-labelledby`` points at it, which a capture does not
-    keep). Two different dialogs over one page are two screens, and a person names each by its title."""
-    texts = [(p.top, p.left, _clean(p.text)) for p, r in zip(parts, regs, strict=True)
-             if "dialog" in r and "live" not in r and p.visible and p.role not in CONTROL_ROLES and not _is_field(p)
-             and 0 < len(_clean(p.text)) <= DIALOG_TITLE_CHARS]
+    keep). Two different dialogs over one page are two screens, and a person names each by its title.
+
+    A title stands above the dialog's form: a field's label (text inside a ``<label>``) is none, nor is a text
+    below the first label or field (a filter popover's "Field", "Operator", "Value" row, and under it the chosen
+    operator "IS", named MLflow's filter panels "Field" and "IS"). Without a title, callers name the dialog by
+    the control that opened it."""
+    inside = [(p, r) for p, r in zip(parts, regs, strict=True) if "dialog" in r and "live" not in r and p.visible]
+    form_top = min((p.top for p, _r in inside if p.role == "label" or _is_field(p) or "label" in _tags(p.path)),
+                   default=float("inf"))
+    texts = [(p.top, p.left, _clean(p.text)) for p, _r in inside
+             if p.role not in CONTROL_ROLES and not _is_field(p) and "label" not in _tags(p.path)
+             and p.top <= form_top + TITLE_ROW_SLACK and 0 < len(_clean(p.text)) <= DIALOG_TITLE_CHARS]
     return min(texts)[2] if texts else ""
+
+
+TITLE_ROW_SLACK = 4.0  # px: a title on the row of the first field's label is still above the form
 
 
 # --- route -------------------------------------------------------------------------------------------------

@@ -35,7 +35,7 @@ CONTROLS = {"search": ("button", "Search", (300, 10, 380, 30)), "docs": ("link",
             "income": ("link", "Income", (120, 60, 200, 80)), "expenses": ("link", "Expenses", (120, 90, 200, 110)),
             "assets": ("link", "Assets", (120, 120, 200, 140)),
             "changes": ("link", "Changes (monthly)", (120, 150, 260, 170)),
-            "june": ("link", "2024-06", (120, 180, 200, 200))}
+            "june": ("link", "2024-06", (120, 180, 200, 200)), "filters": ("button", "Filters", (300, 70, 380, 90))}
 FRAME = ("search", "docs", "users", "add", "keys", "privacy")
 
 
@@ -199,3 +199,20 @@ def test_a_plan_that_shows_its_goal_screen_before_its_last_tap_is_refused() -> N
     assert all(r[-1:] != ["2024-06"] for r in routes.values())
     early = [(p.facts.target, d) for p, why, d in planner.refused if why == "goal_reached_early"]
     assert early == [("Account Journal", "the goal already holds on the screen of step 1, before its last action")]
+
+
+def test_an_overlay_with_no_name_of_its_own_is_named_by_the_control_that_opened_it() -> None:
+    # A filter popover holds only a form (its labels and fields name no dialog): the page's own heading shows
+    # through under it, and naming the overlay after it ("Show the “Users list” panel") asks for the page.
+    pages = {"home": _obs("home", "/admin/", "Dashboard", FRAME),
+             "users": _obs("users", "/admin/users/", "Users list", (*FRAME, "filters"))}
+    popover = pages["users"].model_copy(update={"id": stable_id("obs", "pop"), "elements": [
+        *pages["users"].elements,
+        Element(id="pop-dlg", role="dialog", text="", bbox=BBox(x1=200, y1=60, x2=390, y2=200)),
+        Element(id="pop-field", role="textbox", text="Value", editable=True, clickable=True,
+                bbox=BBox(x1=210, y1=100, x2=380, y2=120))],
+        "structural_hash": stable_id("struct", "pop"), "exact_hash": stable_id("exact", "pop")})
+    pages["pop"] = popover
+    planner = Planner(_graph(pages, [("home", "users", "users"), ("users", "filters", "pop")]))
+    assert _routes(planner)["Filters"] == ["Users", "Filters"]
+    assert "Users list" not in [p.facts.target for p in planner.plans() if p.facts.dialog]

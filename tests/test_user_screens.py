@@ -16,6 +16,7 @@ from graph.reader import AppGraph, build_graph
 from graph.screen import Screen, Widget
 from graph.user_screens import (
     chrome_headings,
+    dialog_title,
     route,
     screen_key,
     screen_name,
@@ -343,6 +344,26 @@ def test_a_dialog_without_a_heading_is_named_by_its_title_and_two_such_dialogs_a
     assert screen_name(launcher) == "Launcher Error"
     assert key(kernel) != key(launcher)
     assert screen_name(page()) == "Invoices"  # no dialog: the page's heading, as before
+
+
+def test_a_dialogs_field_labels_and_the_values_under_them_are_no_title() -> None:
+    # A filter popover: a row of field labels ("Field" as a span in a <label>, "Operator" as a label element), the
+    # fields under them, and the chosen operator "IS" drawn as a span among them: none of these names the dialog.
+    def at(path: str, text: str, y: int, **kw: object) -> Element:
+        e = el(path, text, **kw)
+        return e.model_copy(update={"bbox": BBox(x1=100, y1=y, x2=300, y2=y + 20)})
+
+    form = "body[1]/div[4]/div[1]/form[1]/fieldset[1]"
+    popover = (at(f"{form}/label[1]/span[1]", "Field", 135, role="", cls="span"),
+               at(f"{form}/label[2]", "Operator", 135, role="label"),
+               at(f"{form}/input[1]", "Key", 163, role="textbox", cls="input:text", editable=True),
+               at(f"{form}/div[1]/div[1]/span[2]", "IS", 164, role="", cls="span"),
+               at(f"{form}/button[1]", "Apply filters", 211, role="button", clickable=True))
+    dialog = tuple(e.model_copy(update={"path": e.path.replace("body[1]/div[4]", "body[1]/dialog[1]")})
+                   for e in popover)
+    assert dialog_title(dialog) == ""
+    titled = (at("body[1]/dialog[1]/div[1]/div[1]", "Filter experiments", 100, role="", cls="div"), *dialog)
+    assert dialog_title(titled) == "Filter experiments"
 
 
 def test_the_apps_title_in_front_of_every_heading_is_a_site_title_and_is_left_out_of_names() -> None:

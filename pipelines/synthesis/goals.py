@@ -519,7 +519,10 @@ class Planner:
         fresh = [h for h in new_headings(before, after) if not h.rstrip().endswith(":")]
         if has_dialog(after) and not has_dialog(before):
             site = site_titles_of(self.graph)
-            name = heading(after, site) or _naming_words(spoken_label(target) if target is not None else "")
+            name = heading(after, site)
+            if name == heading(before, site):  # an overlay with no name of its own: the page's heading shows through
+                name = ""
+            name = name or _naming_words(spoken_label(target) if target is not None else "")
             return (name, "overlay") if name else None
         if target is not None and target.role == "tab":
             return (clip(spoken_label(target)), "tab") if spoken_label(target) else None
