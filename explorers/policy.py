@@ -315,6 +315,8 @@ class ActionStats:
     family_hrefs: dict[str, set[str]] = field(default_factory=dict)  # link family -> the addresses its entries name
     # families and elements whose tap switched the app's language (``language_switched``): a language menu
     switches_language: set[str] = field(default_factory=set)
+    # (state, action key) hops that switched the app's language: a walk through one ends in a restart, never there
+    switch_hops: set[tuple[str, str]] = field(default_factory=set)
 
 
 @dataclass
@@ -397,6 +399,7 @@ class GreedyPolicy(Policy):
             "scroll_dry": dict(self.learned.scroll_dry),
             "family_hrefs": {k: sorted(v) for k, v in self.learned.family_hrefs.items()},
             "switches_language": sorted(self.learned.switches_language),
+            "switch_hops": sorted([*h] for h in self.learned.switch_hops),
         }
 
     def restore(self, data: dict[str, Any]) -> None:
@@ -431,6 +434,7 @@ class GreedyPolicy(Policy):
         self.learned.scroll_dry = {k: int(v) for k, v in data.get("scroll_dry", {}).items()}
         self.learned.family_hrefs = {k: set(v) for k, v in data.get("family_hrefs", {}).items()}
         self.learned.switches_language = set(data.get("switches_language", []))
+        self.learned.switch_hops = {(s, k) for s, k in data.get("switch_hops", [])}
 
     # --- learning ----------------------------------------------------------------------------------
     def language_switched(self, c: Candidate) -> None:
@@ -440,6 +444,9 @@ class GreedyPolicy(Policy):
         self.learned.switches_language.add(c.target_key or c.key)
         if c.group and c.group != c.key:
             self.learned.switches_language.add(c.group)
+        if self._last_hop is not None and self._last_hop[1] == c.key:
+            # the crawler restarts right after it: as a step of a walk to the screens behind it, it loops
+            self.learned.switch_hops.add(self._last_hop)
 
     def code_reached(self, chars: int) -> None:
         """The crawler measured the app's code: the action just taken ran ``chars`` characters of its scripts that
@@ -656,8 +663,8 @@ class GreedyPolicy(Policy):
             return "type"  # this field was filled (and its form submitted) elsewhere already
         if seen.identity in self.learned.radio_defaults:
             return "radio-revert"  # re-choosing the option the form came with undoes the choice just made
-        if not tried and ({seen.group, seen.target} & self.learned.switches_language):
-            return "menu-seen"  # another entry of a menu that switched the app's language
+        if {seen.group, seen.target} & self.learned.switches_language:
+            return "language-menu"  # an entry of a menu that switched the app's language: never taken again
         if seen.group and not tried and self.learned.family_tries[seen.group] >= VARIANT_LIMIT \
                 and is_variant_family(self.learned.family_hrefs.get(seen.group, set())):
             return "menu-seen"  # a sort or language menu whose entries show the same screen another way
@@ -724,6 +731,8 @@ class GreedyPolicy(Policy):
             if (key not in offered) if offered is not None else self.ways.absent[(state, key)] >= ABSENT_LIMIT:
                 continue
             score, cls = self._score(graph, state, key)
+            if cls == "language-menu":
+                continue  # each would end in a restart and show known screens in other words
             if best is None or score > best[0]:
                 best = (score, key, cls)
         return best
@@ -732,6 +741,8 @@ class GreedyPolicy(Policy):
         """Chance that this action reaches a new state (its class's learned rate, damped in a screen family that
         is explored enough), and the class."""
         cls = self._class(graph, state, key)
+        if cls == "language-menu":
+            return -1.0, cls  # below every real chance: no tie with the best action ever picks it
         score = self.novelty(cls)
         if cls in REGION_CLASSES:
             score = self._regional(graph, state, key, score)
@@ -783,7 +794,8 @@ class GreedyPolicy(Policy):
         action key) towards them, over hops that have not failed or missed too often, each to where it led last."""
 
         def hop(s: str, key: str, tos: Counter[str]) -> str | None:
-            if (s, key) in self.ways.failed_hops or self.ways.hop_misses[(s, key)] >= HOP_MISS_LIMIT:
+            if (s, key) in self.ways.failed_hops or self.ways.hop_misses[(s, key)] >= HOP_MISS_LIMIT \
+                    or (s, key) in self.learned.switch_hops:
                 return None
             return graph.canonical(self._destination(s, key, tos))
 

@@ -635,7 +635,7 @@ def test_a_tap_that_switches_the_apps_language_ends_the_episode_and_its_menu_is_
     fresh session, which speaks the app's own language again, and takes no other entry of that menu while anything
     else is left. Before, every entry was a new link to "new" screens in new words."""
     cfg = parse_config(_config(tmp_path, chromedriver_url, [
-        {"id": "intl", "entry": pages_url + base}], 14))  # restarts keep the session: the switch must clear it
+        {"id": "intl", "entry": pages_url + base}], 30))  # restarts keep the session: the switch must clear it
     Crawler(cfg, cfg.apps[0], Profile(VIEWPORTS["desktop"]), EndpointSpec("d0", chromedriver_url)).run()
     recs = list(read_log(tmp_path / "intl" / "log" / "desktop-en-light-fs1.jsonl"))
     foreign = {w for lang, words in INTL_WORDS.items() if lang != "en" for w in words} - set(INTL_WORDS["en"])
