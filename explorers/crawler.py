@@ -192,8 +192,8 @@ class Crawler:
         self._empty_reloads = 0  # reloads because a landing offered nothing to act on (``_reload_bare_landing``)
         self._typed = False  # text was typed into the app since the last restart
         self._wrote = ""  # the submit that posted typed text (the app's data changed), until the next restart
-        self._home_lang = ""  # the document language a restart landed in: the app's own for a fresh session
-        self._relang = ""  # "<home> → <now>" when an action switched the app's language, until the next restart
+        self._lang = ""  # the document language of the screen the crawl stands on ("" where it does not say)
+        self._relang = ""  # why an action was read as switching the app's language, until the next restart
         self._typed_texts: set[str] = set()  # every text typed in this crawl: forms showing only these are ours
         # Forms (by URL) and single-page editors (by screen family) seen filled in with the app's data: they stay
         # edits after the crawl typed over every field.
@@ -516,7 +516,7 @@ class Crawler:
         if self.instance is not None:
             self._digest = self.instance.digest()  # the scripts' own writes are not the next action's
         drawn = device.capture_drawn()
-        self._home_lang = drawn.lang
+        self._lang = drawn.lang
         landing = self._observe(drawn, index=len(parts))
         self._js_coverage("take", device, baseline=True)  # a landing: the baseline, if it is the crawl's first
         self._commit([*parts, landing], restart=True, reason=reason)
@@ -799,8 +799,11 @@ class Crawler:
                              chars=fresh)
             self.policy.code_reached(fresh)
         self._tell_filler(cur, c, screen, error)
+        # once seen, a switch ends the episode at the next step; with no restart left, the crawl goes on in the
+        # new language, and what it taps there switches nothing
         switch = language_switch(cur.obs.elements, screen.widgets, cur.obs.location, screen.location,
-                                 self._home_lang, screen.lang) if error is None else ""
+                                 self._lang, screen.lang) if error is None and not self._relang else ""
+        self._lang = screen.lang
         if switch:
             self._relang = switch
             self.policy.language_switched(c)

@@ -46,6 +46,11 @@ MAX_DYNAMIC_PER_VISIT = 3  # more changed elements than this between two visits 
 SCOPE_SEP = "\x1f"  # between a screen family and a slot in a family-scoped mask entry
 
 
+def without_dates(text: str) -> str:
+    """``text`` without its dates and times: what a clock or a calendar writes, not a name's number."""
+    return _TIME.sub(" ", _DATE.sub(" ", text))
+
+
 def normalize_text(text: str, limit: int = TEXT_LIMIT) -> str:
     """Text with dates, times and numbers replaced by placeholders, whitespace collapsed, truncated."""
     t = _DATE.sub("<date>", text)

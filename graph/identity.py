@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from graph.abstraction import Features, features
+from graph.abstraction import Features, features, without_dates
 from graph.screen import Screen, Widget
 from graph.user_screens import features_key, heading_key, screen_name
 
@@ -42,7 +42,8 @@ class StateIndex:
                 feats = [observation_features(g.observations[o]) for o in known]
                 names = [screen_name(g.observations[o].elements) for o in known]
                 named = [(f, heading_key(n)) for f, n in zip(feats, names, strict=True)]
-                numbers = set.intersection(*(set(_DIGITS.findall(n)) for n in names)) if names else set()
+                numbers = set.intersection(*(set(_DIGITS.findall(without_dates(n))) for n in names)) if names \
+                    else set()
                 for o in obs_ids:
                     self._headings.setdefault(o, []).extend(named)
                     self._numbers[o] = self._numbers.get(o, numbers) & numbers
@@ -70,13 +71,13 @@ class StateIndex:
         state (``same_screen``), whatever its content."""
         return any(same_screen(got, heading, want, name) for want, name in self._headings.get(obs_id or "", []))
 
-    def same_named_screen(self, obs_id: str | None, got: Features, elements: Iterable[Any]) -> bool:
-        """``same_user_screen``, and the live heading shows the numbers every capture of ``obs_id``'s state named
-        its screen with. A screen key reads numbers as placeholders, so that a start screen's counter or date may
-        differ; a goal's name may not: "Chapter 20" is not reached on "Chapter 1", nor issue 12 on issue 7."""
-        name = screen_name(elements)
-        return (self.same_user_screen(obs_id, got, heading_key(name))
-                and self._numbers.get(obs_id or "", set()) <= set(_DIGITS.findall(name)))
+    def shows_numbers(self, obs_id: str | None, elements: Iterable[Any]) -> bool:
+        """Whether the screen of ``elements`` is headed with the numbers every capture of ``obs_id``'s state named
+        its screen with (dates and times aside). State and screen identity read numbers as placeholders (a
+        counter, another instance's record ids); a goal's name may not: "Chapter 20" is not reached on "Chapter 1",
+        nor issue 12 on issue 7, however alike the two pages are."""
+        want = self._numbers.get(obs_id or "", set())
+        return not want or want <= set(_DIGITS.findall(without_dates(screen_name(elements))))
 
 
 _DIGITS = re.compile(r"\d+")

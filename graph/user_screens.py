@@ -660,7 +660,7 @@ def _scrolls(graph: AppGraph, t: Transition) -> bool:
     if after is None or before is None or "#" not in after.location:
         return False
     anchor = unquote(urlsplit(after.location).fragment)
-    if not anchor or hash_route(anchor) is not None or after.location == before.location:
+    if not anchor or after.location == before.location:
         return False
     # The page holds an element of that id: a jump within it. A fragment that names no element is an app's own
     # route (a single-page wiki's ``#SomeTiddler`` permalink), whatever it looks like.

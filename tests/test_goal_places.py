@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from test_user_screens import _graph, el, link
 
-from graph.identity import StateIndex
+from graph.identity import StateIndex, observation_features
 from pipelines.synthesis.verify.goal import check_goal
 from schemas import Element, Goal, GoalKind, Observation
 
@@ -75,3 +75,25 @@ def test_a_place_goal_named_with_a_number_is_not_met_on_another_numbered_page() 
                                         "elements": history(7, 1)})
     assert check_goal(goal, same, index).ok
     assert check_goal(goal, other, index).reason == "goal_state_mismatch"
+    # as alike as the recorded page (its state, to the explorers' identity), issue 7 is still not issue 12
+    twin = recorded.model_copy(update={"id": "twin", "location": "http://h/issues/7/history",
+                                       "elements": history(7, 2)})
+    assert index.matches(recorded.id, observation_features(twin))
+    assert check_goal(goal, twin, index).reason == "goal_state_mismatch"
+
+
+def test_a_date_in_a_goals_heading_is_not_a_number_it_must_show() -> None:
+    # a report page headed with the crawl day's date is the same place on another day
+    def report(day: str, rows: int) -> list[Element]:
+        return [el("body[1]/main[1]/h1[1]", f"Sales report {day} 10:30", role="heading"),
+                *[el(f"body[1]/main[1]/ul[1]/li[{i}]", f"Sale {i}", role="listitem", cls="li")
+                  for i in range(1, rows + 1)]]
+
+    pages = {"home": ("http://h/", [el("body[1]/main[1]/h1[1]", "Home", role="heading")]),
+             "rep": ("http://h/reports/daily", report("2026-06-01", 3))}
+    g = _graph(pages, [("home", "click", "rep")])
+    recorded = g.representative("rep")
+    assert recorded is not None
+    goal = Goal(kind=GoalKind.SCREEN, state="rep", observation_id=recorded.id, summary="screen: Sales report")
+    later = recorded.model_copy(update={"id": "later", "elements": report("2026-06-02", 2)})
+    assert check_goal(goal, later, StateIndex([g])).ok

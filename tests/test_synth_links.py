@@ -20,6 +20,7 @@ from datetime import UTC, datetime, timedelta
 
 from graph.reader import AppGraph, build_graph
 from pipelines.synthesis.goals import Planner
+from pipelines.synthesis.screens import location_path
 from schemas import Action, BBox, DeviceProfile, Element, Observation, Transition
 from schemas.base import stable_id
 
@@ -216,3 +217,12 @@ def test_an_overlay_with_no_name_of_its_own_is_named_by_the_control_that_opened_
     planner = Planner(_graph(pages, [("home", "users", "users"), ("users", "filters", "pop")]))
     assert _routes(planner)["Filters"] == ["Users", "Filters"]
     assert "Users list" not in [p.facts.target for p in planner.plans() if p.facts.dialog]
+
+
+def test_a_hash_route_without_its_leading_slash_is_where_a_screen_is() -> None:
+    # Node-RED's flows are #flow/tab1, #flow/tab2: one path "/" for the whole app made every tap "stay on its page"
+    tab1 = _obs("tab1", "/#flow/tab1", "Flows", FRAME)
+    tab2 = _obs("tab2", "/#flow/tab2", "Flows", FRAME)
+    section = _obs("sec", "/docs#usage", "Docs", FRAME)
+    assert location_path(tab1) == "#/flow/tab1" != location_path(tab2)
+    assert location_path(section) == "/docs"

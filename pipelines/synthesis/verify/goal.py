@@ -60,11 +60,13 @@ def check_goal(goal: Goal, screen: Screen | Observation, index: StateIndex,
                changed: list[str] | None = None) -> GoalCheck:
     """Whether ``screen`` (live or stored) satisfies ``goal``; ``index`` is a ``replay.StateIndex``; ``changed``
     the data parts changed since the start (None where no environment can say: the effect goes unchecked)."""
-    from graph.identity import observation_features, screen_features
+    from graph.identity import heading_of, observation_features, screen_features
 
     feats = observation_features(screen) if isinstance(screen, Observation) else screen_features(screen)
-    if goal.observation_id and not index.matches(goal.observation_id, feats) and not (
-            reached_by_place(goal) and index.same_named_screen(goal.observation_id, feats, screen.elements)):
+    if goal.observation_id and not (
+            (index.matches(goal.observation_id, feats) or (reached_by_place(goal) and index.same_user_screen(
+                goal.observation_id, feats, heading_of(screen.elements))))
+            and index.shows_numbers(goal.observation_id, screen.elements)):
         return GoalCheck(False, "goal_state_mismatch")
     missing = shown(goal.must_show, screen_text(screen))
     if missing:
