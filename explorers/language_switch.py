@@ -15,8 +15,9 @@ Two signals, either is enough:
   (``graph.user_screens.route``: path and query keys; a language menu reloads the page it was on), nearly all of
   the frame after it was there before (the open language menu itself closes), and of the labelled parts of the
   banner, navigation and footer at the same place before and after, at least ``MIN_RELABELLED`` and
-  ``RELABELLED_SHARE`` say words the frame did not show anywhere before (numbers aside): a trail of visited
-  pages that shifts by one place relabels nothing. Content may change wholesale (another page of a list,
+  ``RELABELLED_SHARE`` say words that no part of the frame still there said before (numbers aside): a trail of
+  visited pages that shifts by one place relabels nothing, while the menu's toggle that now names the chosen
+  language (named in the open menu a moment ago) does. Content may change wholesale (another page of a list,
   another tab); the frame's own words only change with the language (a login changes the user menu's one entry,
   not the navigation).
 """
@@ -64,7 +65,7 @@ def language_switch(before: Iterable[Any], after: Iterable[Any], before_location
         return ""  # another page (a single-page app's hash route included) with its own navigation
     old, new = _frame_words(before), _frame_words(after)
     shared = [k for k in old if k in new]
-    said = set(old.values())
+    said = {old[k] for k in shared}  # what stays of the frame said before (not the closing menu's entries)
     changed = sum(old[k] != new[k] and new[k] not in said for k in shared)
     if changed >= MIN_RELABELLED and changed >= RELABELLED_SHARE * len(shared) \
             and len(shared) >= FRAME_KEPT_SHARE * len(new):

@@ -42,8 +42,9 @@ def test_the_frame_in_other_words_on_the_same_page_is_a_switch_even_beside_an_op
 
 def test_a_menu_that_closes_on_the_switch_leaves_the_rest_of_the_frame_to_compare() -> None:
     # the language dropdown was open when its entry was tapped; the page came back closed, the rest relabelled
+    # (the toggle now names the language the open menu listed a moment ago)
     footer = ("Free software", "Contribute")
-    before = _page(("English", *footer), (), LANGS)
+    before = _page(("English", *footer), (), ("Azərbaycan", *LANGS))
     after = _page(("Azərbaycan", "Pulsuz proqram", "Töhfə verin"), ())
     assert language_switch(before, after, URL, URL) == "the frame's words changed: 3 of 3"
 
