@@ -31,7 +31,6 @@ from explorers.forms import FormFiller
 from explorers.graph import Graph
 from explorers.graph_log import remember, replay_log
 from explorers.js_coverage import JsCoverage, coverage_path
-from explorers.language_switch import language_switch
 from explorers.network_guard import GuardUnavailable, NetworkGuard
 from explorers.policy import LANDING_RETRIES, Policy, make_policy
 from explorers.profiles import Profile
@@ -192,8 +191,6 @@ class Crawler:
         self._empty_reloads = 0  # reloads because a landing offered nothing to act on (``_reload_bare_landing``)
         self._typed = False  # text was typed into the app since the last restart
         self._wrote = ""  # the submit that posted typed text (the app's data changed), until the next restart
-        self._lang = ""  # the document language of the screen the crawl stands on ("" where it does not say)
-        self._relang = ""  # why an action was read as switching the app's language, until the next restart
         self._typed_texts: set[str] = set()  # every text typed in this crawl: forms showing only these are ours
         # Forms (by URL) and single-page editors (by screen family) seen filled in with the app's data: they stay
         # edits after the crawl typed over every field.
@@ -489,7 +486,7 @@ class Crawler:
         """Open the entry, log in if the login marker shows, run setup; returns the observed landing screen."""
         self.audit.write(worker=self.worker, step=self.stats.steps, decision="restart", reason=reason,
                          **({"state": state} if state else {}))
-        self._typed, self._wrote, self._relang = False, "", ""
+        self._typed, self._wrote = False, ""
         self.filler.restarted()
         self._audit_refusals(state or "")
         if self.app.reset is not None:
@@ -515,9 +512,7 @@ class Crawler:
                                  action=run_step(device, step.filled(values), self.app.entry))
         if self.instance is not None:
             self._digest = self.instance.digest()  # the scripts' own writes are not the next action's
-        drawn = device.capture_drawn()
-        self._lang = drawn.lang
-        landing = self._observe(drawn, index=len(parts))
+        landing = self._observe(device.capture_drawn(), index=len(parts))
         self._js_coverage("take", device, baseline=True)  # a landing: the baseline, if it is the crawl's first
         self._commit([*parts, landing], restart=True, reason=reason)
         self._landing = landing
@@ -708,16 +703,6 @@ class Crawler:
             self._policy_restarted()
             return self._restart(device, f"the app's data changed ({self._wrote} posted typed text): reset to the "
                                  "seed before exploring on", cur.sid)
-        if self._relang and self.stats.restarts < budget.max_restarts:
-            # Every later screen would be a known one in other words (a language lives in the session), which
-            # synthesis cannot use: a fresh session speaks the app's own language again. Its data is cleared even
-            # where restarts keep the session (the login script runs again): else the restart lands in the language
-            # just chosen, and the whole crawl goes on in it.
-            self.stats.restarts += 1
-            self._policy_restarted()
-            device.clear_data(self.app.entry)
-            return self._restart(device, f"the app switched its language ({self._relang}): start a fresh session",
-                                 cur.sid)
         decision = self.policy.choose(self.graph, cur.sid, list(cur.allowed))
         if decision.kind == "stop" and self.stats.restarts < budget.max_restarts and self._reload_bare_landing(cur):
             self.stats.restarts += 1
@@ -799,16 +784,6 @@ class Crawler:
                              chars=fresh)
             self.policy.code_reached(fresh)
         self._tell_filler(cur, c, screen, error)
-        # once seen, a switch ends the episode at the next step; with no restart left, the crawl goes on in the
-        # new language, and what it taps there switches nothing
-        switch = language_switch(cur.obs.elements, screen.widgets, cur.obs.location, screen.location,
-                                 self._lang, screen.lang) if error is None and not self._relang else ""
-        self._lang = screen.lang
-        if switch:
-            self._relang = switch
-            self.policy.language_switched(c)
-            self.audit.write(worker=self.worker, step=self.stats.steps, state=cur.sid, decision="language",
-                             action=c.describe(), key=c.key, reason=self._relang)
         nxt = self._observe(screen)
         self._refused_last = self._audit_refusals(cur.sid) > 0
         mutates = self._mutations(c)

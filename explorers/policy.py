@@ -206,29 +206,6 @@ class Policy:
     def code_reached(self, chars: int) -> None:
         """The last action ran ``chars`` characters of app code never run before (JS coverage)."""
 
-    def language_switched(self, c: Candidate) -> None:
-        """Action ``c`` switched the app's language: the screens it leads to are the known ones in other words."""
-
-
-_STEP = re.compile(r"^(.*)\[(\d+)\]$")
-
-
-def same_list(a: str, b: str) -> bool:
-    """Whether DOM paths ``a`` and ``b`` are two entries of one list: the same tags, numbered alike but in one
-    step, after which both paths go on through only children (``…/ul[2]/li[3]/a[1]`` and ``…/ul[2]/li[5]/a[1]``;
-    ``…/div[1]/a[3]`` and ``…/div[1]/a[7]``). Two dropdowns drawn from one template differ higher up, or in two
-    steps (``li[1]/div[1]/a[3]`` and ``li[2]/div[1]/a[1]``)."""
-    sa, sb = a.split("/"), b.split("/")
-    if len(sa) != len(sb) or a == b:
-        return False
-    differ = [i for i, (x, y) in enumerate(zip(sa, sb, strict=True)) if x != y]
-    if len(differ) != 1:
-        return False
-    i = differ[0]
-    mx, my = _STEP.match(sa[i]), _STEP.match(sb[i])
-    return (mx is not None and my is not None and mx.group(1) == my.group(1)
-            and all(x.endswith("[1]") for x in sa[i + 1:]))
-
 
 def _route_fragment(url: str) -> str:
     """The fragment of ``url`` when it is a client-side route (``#/trails/overview``, ``#!/inbox``, ``#flow/tab2``: a
@@ -333,12 +310,6 @@ class ActionStats:
     content: dict[str, set[str]] = field(default_factory=dict)  # screen family -> element signatures it has shown
     scroll_dry: dict[str, int] = field(default_factory=dict)  # screen family -> scrolls in a row that showed nothing
     family_hrefs: dict[str, set[str]] = field(default_factory=dict)  # link family -> the addresses its entries name
-    # elements (identity) whose tap switched the app's language (``language_switched``), and their DOM paths: the
-    # other entries of their lists (``same_list``) are the rest of a language menu
-    switches_language: set[str] = field(default_factory=set)
-    switch_entries: set[str] = field(default_factory=set)
-    # (state, action key) hops that switched the app's language: a walk through one ends in a restart, never there
-    switch_hops: set[tuple[str, str]] = field(default_factory=set)
 
 
 @dataclass
@@ -420,9 +391,6 @@ class GreedyPolicy(Policy):
             "content": {k: sorted(v) for k, v in self.learned.content.items()},
             "scroll_dry": dict(self.learned.scroll_dry),
             "family_hrefs": {k: sorted(v) for k, v in self.learned.family_hrefs.items()},
-            "switches_language": sorted(self.learned.switches_language),
-            "switch_entries": sorted(self.learned.switch_entries),
-            "switch_hops": sorted([*h] for h in self.learned.switch_hops),
         }
 
     def restore(self, data: dict[str, Any]) -> None:
@@ -456,25 +424,8 @@ class GreedyPolicy(Policy):
         self.learned.content = {k: set(v) for k, v in data.get("content", {}).items()}
         self.learned.scroll_dry = {k: int(v) for k, v in data.get("scroll_dry", {}).items()}
         self.learned.family_hrefs = {k: set(v) for k, v in data.get("family_hrefs", {}).items()}
-        self.learned.switches_language = set(data.get("switches_language", []))
-        self.learned.switch_entries = set(data.get("switch_entries", []))
-        self.learned.switch_hops = {(s, k) for s, k in data.get("switch_hops", [])}
 
     # --- learning ----------------------------------------------------------------------------------
-    def language_switched(self, c: Candidate) -> None:
-        """``c`` switched the app's language (``explorers.language_switch``). Neither it nor another entry of its
-        menu is taken again: each shows the same screens in other words and costs the crawler a restart to come
-        back (I Hate Money's 40-language menu took 35 of 200 actions, and every screen after a switch was unusable
-        for tasks). The menu is the entry's own list (``same_list``): a navbar's account dropdown, drawn from the
-        same template as its language dropdown, stays open to the crawl."""
-        self.learned.switches_language.add(c.target_key or c.key)
-        path = c.widget.element.path if c.widget is not None else ""
-        if path:
-            self.learned.switch_entries.add(path)
-        if self._last_hop is not None and self._last_hop[1] == c.key:
-            # the crawler restarts right after it: as a step of a walk to the screens behind it, it loops
-            self.learned.switch_hops.add(self._last_hop)
-
     def code_reached(self, chars: int) -> None:
         """The crawler measured the app's code: the action just taken ran ``chars`` characters of its scripts that
         no earlier action had run. From the first call on, discoveries are judged by code (module docstring)."""
@@ -690,9 +641,6 @@ class GreedyPolicy(Policy):
             return "type"  # this field was filled (and its form submitted) elsewhere already
         if seen.identity in self.learned.radio_defaults:
             return "radio-revert"  # re-choosing the option the form came with undoes the choice just made
-        if seen.target in self.learned.switches_language or (seen.path and any(
-                same_list(seen.path, p) for p in self.learned.switch_entries)):
-            return "language-menu"  # an entry of a menu that switched the app's language: never taken again
         if seen.group and not tried and self.learned.family_tries[seen.group] >= VARIANT_LIMIT \
                 and is_variant_family(self.learned.family_hrefs.get(seen.group, set())):
             return "menu-seen"  # a sort or language menu whose entries show the same screen another way
@@ -759,8 +707,6 @@ class GreedyPolicy(Policy):
             if (key not in offered) if offered is not None else self.ways.absent[(state, key)] >= ABSENT_LIMIT:
                 continue
             score, cls = self._score(graph, state, key)
-            if cls == "language-menu":
-                continue  # each would end in a restart and show known screens in other words
             if best is None or score > best[0]:
                 best = (score, key, cls)
         return best
@@ -769,8 +715,6 @@ class GreedyPolicy(Policy):
         """Chance that this action reaches a new state (its class's learned rate, damped in a screen family that
         is explored enough), and the class."""
         cls = self._class(graph, state, key)
-        if cls == "language-menu":
-            return -1.0, cls  # below every real chance: no tie with the best action ever picks it
         score = self.novelty(cls)
         if cls in REGION_CLASSES:
             score = self._regional(graph, state, key, score)
@@ -822,8 +766,7 @@ class GreedyPolicy(Policy):
         action key) towards them, over hops that have not failed or missed too often, each to where it led last."""
 
         def hop(s: str, key: str, tos: Counter[str]) -> str | None:
-            if (s, key) in self.ways.failed_hops or self.ways.hop_misses[(s, key)] >= HOP_MISS_LIMIT \
-                    or (s, key) in self.learned.switch_hops:
+            if (s, key) in self.ways.failed_hops or self.ways.hop_misses[(s, key)] >= HOP_MISS_LIMIT:
                 return None
             return graph.canonical(self._destination(s, key, tos))
 

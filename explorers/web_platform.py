@@ -125,7 +125,6 @@ class WebAdapter:
             background=bool(result.get("hidden")),
             back_target=self.back_target(driver),
             http_status=int(st) if isinstance(st := result.get("status"), (int, float)) else 0,
-            lang=lang if isinstance(lang := result.get("lang"), str) else "",
         )
 
     def back_target(self, driver: Driver) -> str | None:

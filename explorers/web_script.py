@@ -463,7 +463,7 @@ const se = P(doc, 'scrollingElement') || P(doc, 'documentElement');
 return {url: location.href, title: str(P(doc, 'title')), w: w, h: h, dpr: window.devicePixelRatio || 1,
   scrollY: P(se, 'scrollTop'), scrollH: P(se, 'scrollHeight'), token: window.__tfToken,
   ready: P(doc, 'readyState'), hidden: !!P(doc, 'hidden'), elements: out, errors: errors.slice(0, 5),
-  status: navStatus(), lang: str(attr(P(doc, 'documentElement'), 'lang'))};
+  status: navStatus()};
 }
 """
 

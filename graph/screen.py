@@ -67,7 +67,6 @@ class Screen:
     # tell (no DevTools, Android). Back past a fresh tab's first page shows the browser's own new-tab page.
     back_target: str | None = None
     http_status: int = 0  # web: the HTTP status the document was served with (0: unknown, or not a web page)
-    lang: str = ""  # web: the language the document says it is in (``<html lang>``), "" where it does not say
 
     @property
     def elements(self) -> list[Element]:

@@ -127,27 +127,6 @@ PAGES["/inert"] = """<h1>Inert</h1><p id="main">Closed</p><button id="open" oncl
 
 POSTED = {"/bill": 0, "/reset": 0, "/bills/add": 0, "/bills/3/edit": 0}  # posts the crawl made, by form URL
 
-# A small app that speaks the language its session chose (a cookie), with a menu of six languages in its header,
-# each named in its own words. Under /intl the documents say their language (<html lang>); under /intl-bare not.
-INTL_WORDS = {"en": ("Welcome", "About us", "Contact", "Opening hours", "Prices"),
-              "de": ("Willkommen", "Über uns", "Kontakt", "Öffnungszeiten", "Preise"),
-              "fr": ("Bienvenue", "À propos", "Nous joindre", "Horaires", "Tarifs"),
-              "es": ("Bienvenido", "Sobre nosotros", "Contacto", "Horario", "Precios"),
-              "it": ("Benvenuto", "Chi siamo", "Contatto", "Orari", "Prezzi"),
-              "nl": ("Welkom", "Over ons", "Contacteer", "Openingstijden", "Prijzen")}
-INTL_NAMES = {"en": "English", "de": "Deutsch", "fr": "Français", "es": "Español", "it": "Italiano",
-              "nl": "Nederlands"}
-INTL_PAGES = ("", "/about", "/contact", "/hours", "/prices")
-
-
-def _intl_page(base: str, page: str, lang: str) -> bytes:
-    words = INTL_WORDS[lang]
-    menu = "".join(f'<li><a href="{base}/lang/{code}">{name}</a></li>' for code, name in INTL_NAMES.items())
-    nav = " ".join(f'<a href="{base}{p}">{w}</a>' for p, w in zip(INTL_PAGES[1:], words[1:], strict=True))
-    said = f' lang="{lang}"' if base == "/intl" else ""
-    return (f'<!doctype html><html{said}><body><header><ul class="langs">{menu}</ul></header><nav>{nav}</nav>'
-            f'<main><h1>{words[INTL_PAGES.index(page)]}</h1><p>{words[0]}!</p></main></body></html>').encode()
-
 
 class _Handler(PageHandler):
     def do_GET(self) -> None:
@@ -156,19 +135,6 @@ class _Handler(PageHandler):
             time.sleep(CHUNK_DELAY_S)  # a slow chunk, not a race: the wait under test has no bound below 30 s
             self.reply(b"document.getElementById('main').innerHTML = '<h2>Experiments</h2>';",
                        content_type="text/javascript")
-            return
-        base = "/" + path.split("/")[1]
-        rest = path[len(base):]
-        if base in ("/intl", "/intl-bare") and rest.startswith("/lang/"):  # kept in the session, back to the start
-            self.send_response(302)
-            self.send_header("Set-Cookie", f"lang={rest.rsplit('/', 1)[1]}; Path=/")
-            self.send_header("Location", base)
-            self.end_headers()
-            return
-        if base in ("/intl", "/intl-bare") and rest in INTL_PAGES:
-            cookie = self.headers.get("Cookie") or ""
-            lang = next((c.split("=", 1)[1] for c in cookie.split("; ") if c.startswith("lang=")), "en")
-            self.reply(_intl_page(base, rest, lang if lang in INTL_WORDS else "en"))
             return
         body = f"<!doctype html><html><body>{PAGES.get(path, '<h1>Missing</h1>')}</body></html>".encode()
         self.reply(body, status=200 if path in PAGES else 404)
@@ -625,30 +591,3 @@ def test_back_is_offered_only_where_it_stays_in_the_app(tmp_path: Path, chromedr
     backs = {s.location: any(a.type == "navigate_back" for a in s.actions.values()) for s in states.values()}
     assert backs[pages_url + "/drawn/about"] and not backs[pages_url + "/drawn"], backs
     assert not [e for e in crawler.audit.entries() if "left the app" in str(e.get("reason"))]
-
-
-@pytest.mark.parametrize("base", ["/intl", "/intl-bare"])
-def test_a_tap_that_switches_the_apps_language_ends_the_episode_and_its_menu_is_explored(
-        tmp_path: Path, chromedriver_url: str, pages_url: str, base: str) -> None:
-    """A language switch is seen whatever the menu says: the document's language changed (``<html lang>``), or,
-    where the documents do not say, the app's frame reads in other words on the same page. The crawl restarts in a
-    fresh session, which speaks the app's own language again, and takes no other entry of that menu while anything
-    else is left. Before, every entry was a new link to "new" screens in new words."""
-    cfg = parse_config(_config(tmp_path, chromedriver_url, [
-        {"id": "intl", "entry": pages_url + base}], 30))  # restarts keep the session: the switch must clear it
-    Crawler(cfg, cfg.apps[0], Profile(VIEWPORTS["desktop"]), EndpointSpec("d0", chromedriver_url)).run()
-    recs = list(read_log(tmp_path / "intl" / "log" / "desktop-en-light-fs1.jsonl"))
-    foreign = {w for lang, words in INTL_WORDS.items() if lang != "en" for w in words} - set(INTL_WORDS["en"])
-    switches = [i for i, r in enumerate(recs) if "transition" in r and any(
-        w in json.dumps(o, ensure_ascii=False) for o in r["observations"] for w in foreign)]
-    assert switches, "the crawl never chose another language"
-    said = "switched its language (en → " if base == "/intl" else "switched its language (the frame's words changed"
-    for i in switches:  # right after a switch: a fresh session, back in English
-        assert recs[i + 1].get("restart") and said in recs[i + 1].get("reason", "")
-    # no action was taken on a screen in another language, and one entry of the menu was enough
-    by_id = {o["observation"]["id"]: o["observation"] for r in recs for o in r.get("observations", [])}
-    for r in recs:
-        if "transition" in r:
-            shown = json.dumps(by_id[r["transition"]["from_observation_id"]], ensure_ascii=False)
-            assert not any(w in shown for w in foreign)
-    assert len(switches) == 1
