@@ -72,6 +72,7 @@ from urllib.parse import parse_qsl, urlsplit
 from explorers.candidates import PRIORITY, Candidate
 from explorers.graph import Graph
 from graph.abstraction import normalize_location, normalize_text
+from graph.user_screens import hash_route
 from schemas import ActionType
 
 MAX_WALK = 12  # consecutive walking steps without reaching a fresh action before a restart
@@ -210,9 +211,8 @@ class Policy:
 def _route_fragment(url: str) -> str:
     """The fragment of ``url`` when it is a client-side route (``#/trails/overview``, ``#!/inbox``, ``#flow/tab2``: a
     single-page app shows another screen there), else "" (an anchor on the page: ``#section``, a route's ``?id=``)."""
-    frag = url.partition("#")[2].split("?", 1)[0]
-    frag = frag[1:] if frag.startswith("!") else frag
-    return frag.strip("/") if "/" in frag else ""
+    route = hash_route(url.partition("#")[2])  # the one reading of a hash route: screens and synthesis share it
+    return route.strip("/") if route else ""
 
 
 def screen_url(url: str) -> str:

@@ -55,21 +55,30 @@ def test_an_item_goal_still_needs_its_texts_and_a_setting_goal_its_exact_state()
     assert check_goal(setting, fresh, index).reason == "goal_state_mismatch"
 
 
+def _headed(heading: str, entry: str, rows: int) -> list[Element]:
+    """A page's main content: its heading and a list of ``rows`` entries."""
+    return [el("body[1]/main[1]/h1[1]", heading, role="heading"),
+            *[el(f"body[1]/main[1]/ul[1]/li[{i}]", f"{entry} {i}", role="listitem", cls="li")
+              for i in range(1, rows + 1)]]
+
+
+def _one_tap(url: str, elements: list[Element]) -> tuple[StateIndex, Observation, Goal]:
+    """A graph of a start page and the page at ``url`` one tap away, and a screen goal on that page."""
+    g = _graph({"home": ("http://h/", [el("body[1]/main[1]/h1[1]", "Home", role="heading")]),
+                "page": (url, elements)}, [("home", "click", "page")])
+    recorded = g.representative("page")
+    assert recorded is not None
+    goal = Goal(kind=GoalKind.SCREEN, state="page", observation_id=recorded.id, summary="screen: page")
+    return StateIndex([g]), recorded, goal
+
+
 def test_a_place_goal_named_with_a_number_is_not_met_on_another_numbered_page() -> None:
     # A screen key reads numbers as placeholders (a start screen's counters and dates may differ), so the history
     # of issue 7 is the same screen as the history of issue 12 to it; the goal named "issue 12" is not met there.
     def history(n: int, rows: int) -> list[Element]:
-        return [el("body[1]/main[1]/h1[1]", f"History of issue {n}", role="heading"),
-                *[el(f"body[1]/main[1]/ul[1]/li[{i}]", f"Revision {i}", role="listitem", cls="li")
-                  for i in range(1, rows + 1)]]
+        return _headed(f"History of issue {n}", "Revision", rows)
 
-    pages = {"home": ("http://h/issues", [el("body[1]/main[1]/h1[1]", "Issues", role="heading")]),
-             "hist": ("http://h/issues/12/history", history(12, 2))}
-    g = _graph(pages, [("home", "click", "hist")])
-    recorded = g.representative("hist")
-    assert recorded is not None
-    index = StateIndex([g])
-    goal = Goal(kind=GoalKind.SCREEN, state="hist", observation_id=recorded.id, summary="screen: History")
+    index, recorded, goal = _one_tap("http://h/issues/12/history", history(12, 2))
     same = recorded.model_copy(update={"id": "fresh", "elements": history(12, 1)})
     other = recorded.model_copy(update={"id": "seven", "location": "http://h/issues/7/history",
                                         "elements": history(7, 1)})
@@ -84,16 +93,7 @@ def test_a_place_goal_named_with_a_number_is_not_met_on_another_numbered_page() 
 
 def test_a_date_in_a_goals_heading_is_not_a_number_it_must_show() -> None:
     # a report page headed with the crawl day's date is the same place on another day
-    def report(day: str, rows: int) -> list[Element]:
-        return [el("body[1]/main[1]/h1[1]", f"Sales report {day} 10:30", role="heading"),
-                *[el(f"body[1]/main[1]/ul[1]/li[{i}]", f"Sale {i}", role="listitem", cls="li")
-                  for i in range(1, rows + 1)]]
-
-    pages = {"home": ("http://h/", [el("body[1]/main[1]/h1[1]", "Home", role="heading")]),
-             "rep": ("http://h/reports/daily", report("2026-06-01", 3))}
-    g = _graph(pages, [("home", "click", "rep")])
-    recorded = g.representative("rep")
-    assert recorded is not None
-    goal = Goal(kind=GoalKind.SCREEN, state="rep", observation_id=recorded.id, summary="screen: Sales report")
-    later = recorded.model_copy(update={"id": "later", "elements": report("2026-06-02", 2)})
-    assert check_goal(goal, later, StateIndex([g])).ok
+    index, recorded, goal = _one_tap("http://h/reports/daily", _headed("Sales report 2026-06-01 10:30", "Sale", 3))
+    later = recorded.model_copy(update={"id": "later", "elements": _headed("Sales report 2026-06-02 10:30", "Sale",
+                                                                           2)})
+    assert check_goal(goal, later, index).ok

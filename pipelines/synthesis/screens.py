@@ -239,11 +239,11 @@ def has_dialog(obs: Observation) -> bool:
 
 
 def location_path(obs: Observation) -> str:
-    """Where a screen is: the URL's path, with a single-page app's hash route (``#/prompts``, ``#!/x``,
-    ``graph.user_screens.hash_route``) read as
-    more path (``graph.user_screens.route`` reads it the same way) — for such an app every page has the path
-    ``/``, and "a link shown at three places", "a page below this one" or "the tap kept the page" would all be
-    judged on one place. An anchor (``#section``) stays a scroll position of its page. Android: the activity."""
+    """Where a screen is: the URL's path, with a single-page app's hash route (``#/prompts``, ``#!/x``, ``#flow/x``:
+    ``graph.user_screens.hash_route``) read as more path (``graph.user_screens.route`` reads it the same way) — for
+    such an app every page has the path ``/``, and "a link shown at three places", "a page below this one" or "the
+    tap kept the page" would all be judged on one place. An anchor (``#section``) stays a scroll position of its
+    page. Android: the activity."""
     loc = obs.location
     if "://" not in loc:
         return loc
